@@ -1,0 +1,74 @@
+// Every setting of etc/broker.conf: its type, default and owning application.
+// etc/broker.conf documents each key for users; this table is what the code
+// trusts. Keys follow EMQ X 3.x names (SPEC §8, §2.14).
+import { bytesize, choice, duration, flag, integer, listenAddress, rate, string, type Setting } from './types.js'
+
+const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const
+const VERIFY = ['verify_none', 'verify_peer'] as const
+
+export const schema = {
+  'node.name': string('broker@127.0.0.1'),
+  'node.data_dir': string('data'),
+
+  'log.console.level': choice(LOG_LEVELS, 'notice'),
+
+  'listener.tcp.external': listenAddress('0.0.0.0:1883'),
+  'listener.tcp.external.acceptors': integer(8, 1),
+  'listener.tcp.external.max_connections': integer(1024000, 1),
+  'listener.tcp.external.max_conn_rate': rate(1000),
+
+  'listener.ssl.external': listenAddress('8883'),
+  'listener.ssl.external.acceptors': integer(16, 1),
+  'listener.ssl.external.max_connections': integer(102400, 1),
+  'listener.ssl.external.max_conn_rate': rate(500),
+  'listener.ssl.external.keyfile': string('etc/certs/key.pem'),
+  'listener.ssl.external.certfile': string('etc/certs/cert.pem'),
+  'listener.ssl.external.cacertfile': string('etc/certs/cacert.pem'),
+  'listener.ssl.external.verify': choice(VERIFY, 'verify_none'),
+  'listener.ssl.external.fail_if_no_peer_cert': flag(false),
+
+  'listener.ws.external': listenAddress('8083'),
+  'listener.ws.external.acceptors': integer(4, 1),
+  'listener.ws.external.max_clients': integer(64, 1),
+  'listener.ws.external.max_conn_rate': rate(1000),
+  'listener.ws.external.mqtt_path': string('/mqtt'),
+
+  'listener.wss.external': listenAddress('8084'),
+  'listener.wss.external.acceptors': integer(4, 1),
+  'listener.wss.external.max_clients': integer(64, 1),
+  'listener.wss.external.max_conn_rate': rate(1000),
+  'listener.wss.external.mqtt_path': string('/mqtt'),
+  'listener.wss.external.keyfile': string('etc/certs/key.pem'),
+  'listener.wss.external.certfile': string('etc/certs/cert.pem'),
+  'listener.wss.external.cacertfile': string('etc/certs/cacert.pem'),
+  'listener.wss.external.verify': choice(VERIFY, 'verify_none'),
+  'listener.wss.external.fail_if_no_peer_cert': flag(false),
+
+  'mqtt.allow_anonymous': flag(true),
+  'mqtt.acl_nomatch': choice(['allow', 'deny'] as const, 'allow'),
+  'mqtt.acl_file': string('etc/acl.conf'),
+  'mqtt.cache_acl': flag(true),
+  'mqtt.max_packet_size': bytesize('1MB'),
+  'mqtt.max_clientid_len': integer(65535, 23, 65535),
+  'mqtt.max_topic_levels': integer(0, 0, 100),
+
+  'broker.sys_interval': duration('1m'),
+
+  'zone.external.max_inflight': integer(32, 0, 65535),
+  'zone.external.max_awaiting_rel': integer(100, 0, 65535),
+  'zone.external.max_mqueue_len': integer(1000, 0),
+  'zone.external.session_expiry_interval': duration('2h'),
+  'zone.external.max_subscriptions': integer(0, 0),
+
+  'retainer.expiry_interval': duration('0', 'broker_retainer'),
+  'retainer.max_payload_size': bytesize('1MB', 'broker_retainer'),
+  'retainer.max_retained_messages': integer(0, 0, Number.MAX_SAFE_INTEGER, 'broker_retainer')
+} as const
+
+export type Schema = typeof schema
+export type SettingKey = keyof Schema
+export type SettingValue<K extends SettingKey> = Schema[K] extends Setting<infer T> ? T : never
+
+export function isSettingKey (key: string): key is SettingKey {
+  return Object.hasOwn(schema, key)
+}

@@ -1,0 +1,58 @@
+// The node's configuration at run time: typed values from the schema, where
+// each came from, and a `change` event when a value is set while running
+// (the management API and broker_ctl change settings through `set`).
+import { EventEmitter } from 'node:events'
+import { ConfigError, type ConfigLine } from './parse.js'
+import { isSettingKey, schema, type SettingKey, type SettingValue } from './schema.js'
+
+export interface ConfigItem { key: SettingKey, value: string, datatype: string, app: string, origin: string }
+
+export class Config extends EventEmitter {
+  readonly #values = new Map<SettingKey, unknown>()
+  readonly #raw = new Map<SettingKey, { value: string, origin: string }>()
+
+  /** Applies lines in order (later lines win); throws ConfigError naming the origin of a bad one. */
+  constructor (lines: ConfigLine[] = []) {
+    super()
+    for (const key of Object.keys(schema) as SettingKey[]) {
+      this.#store(key, schema[key].default, 'default')
+    }
+    for (const line of lines) this.#apply(line)
+  }
+
+  get<K extends SettingKey> (key: K): SettingValue<K> {
+    return this.#values.get(key) as SettingValue<K>
+  }
+
+  /** Where the current value came from: `file:line`, `env NAME`, `--set …`, `runtime` or `default`. */
+  origin (key: SettingKey): string {
+    return this.#raw.get(key)?.origin ?? 'default'
+  }
+
+  /** Changes one setting while running; emits `change` (key, value). */
+  set (key: string, value: string, origin = 'runtime'): void {
+    const line = { key, value, origin }
+    this.#apply(line)
+    this.emit('change', key, this.#values.get(key as SettingKey))
+  }
+
+  items (): ConfigItem[] {
+    return [...this.#raw].map(([key, { value, origin }]) => ({
+      key, value, datatype: schema[key].datatype, app: schema[key].app, origin
+    }))
+  }
+
+  #apply ({ key, value, origin }: ConfigLine): void {
+    if (!isSettingKey(key)) throw new ConfigError(origin, `${key}: unknown setting`)
+    this.#store(key, value, origin)
+  }
+
+  #store (key: SettingKey, value: string, origin: string): void {
+    try {
+      this.#values.set(key, schema[key].parse(value))
+    } catch (err) {
+      throw new ConfigError(origin, `${key}: ${(err as Error).message}`)
+    }
+    this.#raw.set(key, { value, origin })
+  }
+}

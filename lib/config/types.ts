@@ -1,0 +1,123 @@
+// Value types of configuration settings. Each converter takes the raw text and
+// returns the typed value or throws an Error whose message says why; the
+// caller prefixes it with `file:line: key:`.
+
+export type Datatype = 'string' | 'integer' | 'enum' | 'duration' | 'bytesize'
+
+export interface Setting<T> {
+  /** the §2.14 `datatpye` label shown by the management API */
+  datatype: Datatype
+  default: string
+  parse: (raw: string) => T
+  /** the application that owns the item (§2.14 `app`) */
+  app: string
+}
+
+export interface ListenAddress { host: string, port: number }
+
+const INTEGER = /^-?\d+$/
+
+export function integer (def: number, min = 0, max = Number.MAX_SAFE_INTEGER, app = 'broker'): Setting<number> {
+  return {
+    datatype: 'integer',
+    default: String(def),
+    app,
+    parse (raw) {
+      if (!INTEGER.test(raw)) throw new Error(`"${raw}" is not an integer`)
+      const n = Number(raw)
+      if (n < min || n > max) throw new Error(`${n} is out of range ${min}..${max}`)
+      return n
+    }
+  }
+}
+
+export function string (def: string, app = 'broker'): Setting<string> {
+  return { datatype: 'string', default: def, app, parse: (raw) => raw }
+}
+
+export function choice<const C extends readonly string[]> (choices: C, def: C[number], app = 'broker'): Setting<C[number]> {
+  return {
+    datatype: 'enum',
+    default: def,
+    app,
+    parse (raw) {
+      const found = choices.find((c) => c === raw)
+      if (found === undefined) throw new Error(`"${raw}" is not one of ${choices.join(' | ')}`)
+      return found
+    }
+  }
+}
+
+const TRUE = new Set(['true', 'on', 'yes', 'enable'])
+const FALSE = new Set(['false', 'off', 'no', 'disable'])
+
+export function flag (def: boolean, app = 'broker'): Setting<boolean> {
+  return {
+    datatype: 'enum',
+    default: def ? 'true' : 'false',
+    app,
+    parse (raw) {
+      if (TRUE.has(raw)) return true
+      if (FALSE.has(raw)) return false
+      throw new Error(`"${raw}" is not a switch (true | false | on | off)`)
+    }
+  }
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
+
+/** Durations are written `5m`, `30s`, `2h`, or a bare number of seconds; the value is milliseconds. */
+export function parseDuration (raw: string): number {
+  const m = /^(\d+)(ms|s|m|h|d|w)?$/.exec(raw)
+  if (!m) throw new Error(`"${raw}" is not a duration (e.g. 30s, 5m, 2h, or seconds)`)
+  return Number(m[1]) * DURATION_UNITS[m[2] ?? 's']
+}
+
+export function duration (def: string, app = 'broker'): Setting<number> {
+  return { datatype: 'duration', default: def, app, parse: parseDuration }
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }
+
+/** Sizes are written `1MB`, `64KB`, or a bare number of bytes. */
+export function parseBytesize (raw: string): number {
+  const m = /^(\d+)\s*(B|KB|MB|GB)?$/i.exec(raw)
+  if (!m) throw new Error(`"${raw}" is not a size (e.g. 1MB, 64KB, or bytes)`)
+  return Number(m[1]) * SIZE_UNITS[(m[2] ?? '').toUpperCase()]
+}
+
+export function bytesize (def: string, app = 'broker'): Setting<number> {
+  return { datatype: 'bytesize', default: def, app, parse: parseBytesize }
+}
+
+/** `off`, a port (`1883`), or `address:port` (`0.0.0.0:1883`, `[::1]:1883`). */
+export function listenAddress (def: string): Setting<ListenAddress | null> {
+  return {
+    datatype: 'string',
+    default: def,
+    app: 'broker',
+    parse (raw) {
+      if (raw === 'off' || raw === 'false') return null
+      const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:\s]+):)?(\d+)$/.exec(raw)
+      if (!m) throw new Error(`"${raw}" is not a listen address (port, address:port or off)`)
+      const port = Number(m[2])
+      if (port > 65535) throw new Error(`port ${port} is out of range 0..65535`)
+      const host = m[1] === undefined ? '0.0.0.0' : m[1].replace(/^\[|\]$/g, '')
+      return { host, port }
+    }
+  }
+}
+
+/** Connections per second: `1000` or `1000/s`; 0 means unlimited. */
+export function rate (def: number): Setting<number> {
+  return {
+    datatype: 'integer',
+    default: String(def),
+    app: 'broker',
+    parse (raw) {
+      const m = /^(\d+)(?:\/s)?$/.exec(raw)
+      if (!m) throw new Error(`"${raw}" is not a rate (connections per second, e.g. 1000)`)
+      return Number(m[1])
+    }
+  }
+}

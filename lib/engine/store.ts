@@ -1,0 +1,40 @@
+// The embedded durable store: LevelDB under <data_dir>/store, through
+// aedes-persistence-level. LevelDB appends every write to its log before the
+// write resolves, so anything acknowledged survives a process kill (not an OS
+// crash: writes are not fsync'ed, as in EMQ X's default Mnesia disc_copies).
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { createRequire } from 'node:module'
+import { Level } from 'level'
+
+const require = createRequire(import.meta.url)
+// the package's main export wraps this class in a callback API; Aedes 2 wants the async one
+const AsyncLevelPersistence = require('aedes-persistence-level/asyncPersistence.js') as new (db: Level<string, Buffer>) => AedesPersistence
+
+/** The async persistence contract Aedes 2 calls (only the members the node itself uses are typed). */
+export interface AedesPersistence {
+  setup: (broker: unknown) => Promise<void>
+  storeRetained: (packet: RetainedPacket) => Promise<void>
+  createRetainedStream: (pattern: string) => NodeJS.ReadableStream
+  destroy: () => Promise<void>
+}
+
+export interface RetainedPacket {
+  topic: string
+  payload: Buffer
+  messageExpiry?: number
+  [field: string]: unknown
+}
+
+export async function openStore (dataDir: string): Promise<{ db: Level<string, Buffer>, persistence: AedesPersistence }> {
+  const path = join(dataDir, 'store')
+  await mkdir(path, { recursive: true })
+  const db = new Level<string, Buffer>(path)
+  try {
+    await db.open()
+  } catch (err) {
+    const cause = (err as { cause?: Error }).cause
+    throw new Error(`cannot open the store at ${path}: ${cause?.message ?? (err as Error).message}`)
+  }
+  return { db, persistence: new AsyncLevelPersistence(db) }
+}

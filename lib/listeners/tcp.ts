@@ -1,0 +1,67 @@
+// MQTT over TCP (`mqtt:tcp`) and over TLS (`mqtt:ssl`).
+import { createServer, type Server, type Socket } from 'node:net'
+import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls'
+import type { ListenAddress } from '../config/types.js'
+import { setConnInfo, plainAddress } from './conn-info.js'
+import { ConnectionGate } from './gate.js'
+import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
+
+export interface SocketListenerOptions {
+  name: string
+  address: ListenAddress
+  acceptors: number
+  maxConnections: number
+  maxConnRate: number
+  /** TLS options for `mqtt:ssl`; absent for plain TCP */
+  tls?: TlsOptions
+  handle: ConnectionHandler
+}
+
+export function peerCertSubject (socket: TLSSocket): string {
+  const cert = socket.getPeerCertificate()
+  if (cert === null || cert.subject === undefined) return 'undefined'
+  return Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join(',')
+}
+
+export class SocketListener implements Listener {
+  readonly protocol: string
+  readonly name: string
+  readonly acceptors: number
+  readonly gate: ConnectionGate
+  readonly address: ListenAddress
+  readonly #server: Server
+
+  constructor (options: SocketListenerOptions) {
+    const secure = options.tls !== undefined
+    this.protocol = secure ? 'mqtt:ssl' : 'mqtt:tcp'
+    this.name = options.name
+    this.acceptors = options.acceptors
+    this.address = { ...options.address }
+    this.gate = new ConnectionGate(options.maxConnections, options.maxConnRate)
+    const onSocket = (socket: Socket): void => {
+      socket.setNoDelay(true)
+      this.gate.admit(socket, () => {
+        setConnInfo(socket, {
+          protocol: this.protocol,
+          zone: 'external',
+          ipAddress: plainAddress(socket.remoteAddress),
+          port: socket.remotePort ?? 0,
+          peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl'
+        })
+        options.handle(socket)
+      })
+    }
+    this.#server = secure
+      ? createTlsServer(options.tls!).on('secureConnection', onSocket).on('tlsClientError', (_err, socket) => socket.destroy())
+      : createServer(onSocket)
+  }
+
+  async start (): Promise<void> {
+    this.address.port = await listen(this.#server, this.address)
+  }
+
+  async stop (): Promise<void> {
+    this.gate.close()
+    await closeServer(this.#server)
+  }
+}

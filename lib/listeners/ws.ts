@@ -1,0 +1,88 @@
+// MQTT over WebSocket (`mqtt:ws`) and secure WebSocket (`mqtt:wss`) at
+// `mqtt_path`, with the MQTT sub-protocols of SPEC §4.4 (and plain `mqtt`).
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import type { Socket } from 'node:net'
+import type { TLSSocket, TlsOptions } from 'node:tls'
+import { WebSocketServer, createWebSocketStream } from 'ws'
+import type { ListenAddress } from '../config/types.js'
+import { setConnInfo, plainAddress } from './conn-info.js'
+import { ConnectionGate } from './gate.js'
+import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
+import { peerCertSubject } from './tcp.js'
+
+export const MQTT_SUBPROTOCOLS = new Set(['mqtt', 'mqttv3.1', 'mqttv3.1.1', 'mqttv5.0'])
+
+export interface WsListenerOptions {
+  name: string
+  address: ListenAddress
+  path: string
+  acceptors: number
+  maxClients: number
+  maxConnRate: number
+  tls?: TlsOptions
+  handle: ConnectionHandler
+}
+
+export function chooseSubprotocol (offered: Set<string>): string | false {
+  for (const protocol of offered) {
+    if (MQTT_SUBPROTOCOLS.has(protocol)) return protocol
+  }
+  return false
+}
+
+export class WsListener implements Listener {
+  readonly protocol: string
+  readonly name: string
+  readonly acceptors: number
+  readonly gate: ConnectionGate
+  readonly address: ListenAddress
+  readonly #server: Server
+  readonly #wss: WebSocketServer
+
+  constructor (options: WsListenerOptions) {
+    const secure = options.tls !== undefined
+    this.protocol = secure ? 'mqtt:wss' : 'mqtt:ws'
+    this.name = options.name
+    this.acceptors = options.acceptors
+    this.address = { ...options.address }
+    this.gate = new ConnectionGate(options.maxClients, options.maxConnRate)
+    this.#wss = new WebSocketServer({ noServer: true, handleProtocols: chooseSubprotocol, perMessageDeflate: false })
+    this.#server = secure ? createHttpsServer(options.tls!) : createServer()
+    this.#server.on('request', (_req, res) => {
+      res.writeHead(426, { 'content-type': 'text/plain' }).end(`MQTT over WebSocket is served at ${options.path}\n`)
+    })
+    this.#server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      const path = (req.url ?? '').split('?')[0]
+      if (path !== options.path) {
+        socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n')
+        return
+      }
+      socket.on('error', () => socket.destroy())
+      this.gate.admit(socket, () => {
+        this.#wss.handleUpgrade(req, socket, head, (ws) => {
+          const stream = createWebSocketStream(ws)
+          stream.on('error', () => stream.destroy())
+          setConnInfo(stream, {
+            protocol: this.protocol,
+            zone: 'external',
+            ipAddress: plainAddress(socket.remoteAddress),
+            port: socket.remotePort ?? 0,
+            peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl'
+          })
+          options.handle(stream, req)
+        })
+      })
+    })
+  }
+
+  async start (): Promise<void> {
+    this.address.port = await listen(this.#server, this.address)
+  }
+
+  async stop (): Promise<void> {
+    this.gate.close()
+    this.#wss.close()
+    await closeServer(this.#server)
+  }
+}

@@ -1,0 +1,55 @@
+// MQTT.js helpers: connect and wait, collect messages, wait for events.
+import { once } from 'node:events'
+import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
+
+export type { MqttClient }
+
+export async function connect (url: string, options: IClientOptions = {}): Promise<MqttClient> {
+  const client = mqtt.connect(url, { reconnectPeriod: 0, connectTimeout: 5000, ...options })
+  await new Promise<void>((resolve, reject) => {
+    client.once('connect', () => resolve())
+    client.once('error', reject)
+    client.once('close', () => reject(new Error(`connection to ${url} closed before CONNACK`)))
+  })
+  return client
+}
+
+export async function closeAll (...clients: Array<MqttClient | undefined>): Promise<void> {
+  await Promise.all(clients.map(async (c) => { if (c) await c.endAsync(true) }))
+}
+
+export interface Received { topic: string, payload: string, retain: boolean, qos: number, properties?: Record<string, unknown> }
+
+/** Resolves with the next `count` messages the client receives. */
+export async function nextMessages (client: MqttClient, count: number, timeoutMs = 5000): Promise<Received[]> {
+  const got: Received[] = []
+  return await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      client.removeListener('message', onMessage)
+      reject(new Error(`timed out with ${got.length}/${count} messages: ${JSON.stringify(got)}`))
+    }, timeoutMs)
+    function onMessage (topic: string, payload: Buffer, packet: { retain: boolean, qos: number, properties?: Record<string, unknown> }): void {
+      got.push({ topic, payload: payload.toString(), retain: packet.retain, qos: packet.qos, properties: packet.properties })
+      if (got.length === count) {
+        clearTimeout(timer)
+        client.removeListener('message', onMessage)
+        resolve(got)
+      }
+    }
+    client.on('message', onMessage)
+  })
+}
+
+/** Resolves true if no message arrives within `ms`. */
+export async function noMessageWithin (client: MqttClient, ms: number): Promise<boolean> {
+  try {
+    await nextMessages(client, 1, ms)
+    return false
+  } catch {
+    return true
+  }
+}
+
+export async function waitEvent<T extends unknown[]> (emitter: NodeJS.EventEmitter, event: string, timeoutMs = 5000): Promise<T> {
+  return await (once(emitter, event, { signal: AbortSignal.timeout(timeoutMs) }) as Promise<T>)
+}
