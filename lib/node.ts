@@ -38,12 +38,14 @@ export class BrokerNode {
   static async start ({ config, logger, root }: NodeOptions): Promise<BrokerNode> {
     const dataDir = resolvePath(root, config.get('node.data_dir'))
     const { db, persistence } = await openStore(dataDir)
+    let engine: Aedes | undefined
     try {
       const retainer = new Retainer(config)
       await retainer.attach(persistence)
-      const engine = await createEngine({ config, persistence })
+      engine = await createEngine({ config, persistence })
       logEngineEvents(engine, logger)
-      const listeners = await createListeners(config, root, (stream, req) => engine.handle(stream, req))
+      const handle = engine.handle
+      const listeners = await createListeners(config, root, (stream, req) => handle(stream, req))
       const node = new BrokerNode(config, logger, engine, listeners, retainer, db, persistence)
       try {
         for (const listener of listeners) {
@@ -57,6 +59,7 @@ export class BrokerNode {
       logger.info({ node: node.name, dataDir }, 'broker node is running')
       return node
     } catch (err) {
+      if (engine !== undefined && !engine.closed) await closeEngine(engine)
       if (db.status === 'open') await persistence.destroy()
       throw err
     }
@@ -70,11 +73,15 @@ export class BrokerNode {
 
   async #stop (): Promise<void> {
     const closing = this.listeners.map(async (listener) => await listener.stop())
-    await new Promise<void>((resolve) => this.engine.close(() => resolve()))
+    await closeEngine(this.engine)
     await Promise.all(closing)
     if (this.db.status === 'open') await this.persistence.destroy()
     this.logger.info({ node: this.name }, 'broker node stopped')
   }
+}
+
+async function closeEngine (engine: Aedes): Promise<void> {
+  await new Promise<void>((resolve) => engine.close(() => resolve()))
 }
 
 function resolvePath (root: string, path: string): string {
@@ -86,5 +93,6 @@ function logEngineEvents (engine: Aedes, logger: Logger): void {
   engine.on('clientDisconnect', (client: Client) => logger.debug({ clientId: client.id }, 'client disconnected'))
   engine.on('clientError', (client: Client, err: Error) => logger.debug({ clientId: client.id, err: err.message }, 'client error'))
   engine.on('connectionError', (_client: Client, err: Error) => logger.debug({ err: err.message }, 'connection error'))
-  ;(engine as unknown as NodeJS.EventEmitter).on('error', (err: Error) => logger.error({ err }, 'engine error'))
+  const events: NodeJS.EventEmitter = engine
+  events.on('error', (err: Error) => logger.error({ err }, 'engine error'))
 }

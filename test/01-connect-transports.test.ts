@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { INSTALL_ROOT } from '../lib/root.js'
 import { connInfo } from '../lib/listeners/conn-info.js'
+import { engineClient } from '../lib/engine/internals.js'
 import { startBroker, type ListenerKind } from './helpers/broker.js'
 import { closeAll, connect, nextMessages } from './helpers/mqtt.js'
 
@@ -30,10 +31,10 @@ for (const kind of ['tcp', 'ssl', 'ws', 'wss'] as const) {
       }
       const client = await connect(urls[kind](), options)
       t.teardown(() => closeAll(client))
-      const engineClient = broker.node.engine.clients[options.clientId] as { version: number, conn: object } | undefined
-      t.equal(engineClient?.version, protocolVersion, 'the broker sees the protocol level the client chose')
-      t.equal(connInfo(engineClient!.conn)?.protocol, `mqtt:${kind}`, 'the connection is recorded on the right listener')
-      t.equal(connInfo(engineClient!.conn)?.peercert, kind === 'ssl' || kind === 'wss' ? 'undefined' : 'nossl')
+      const seen = engineClient(broker.node.engine, options.clientId)
+      t.equal(seen?.version, protocolVersion, 'the broker sees the protocol level the client chose')
+      t.equal(connInfo(seen!.conn)?.protocol, `mqtt:${kind}`, 'the connection is recorded on the right listener')
+      t.equal(connInfo(seen!.conn)?.peercert, kind === 'ssl' || kind === 'wss' ? 'undefined' : 'nossl')
       await client.subscribeAsync(`t/${kind}/${protocolVersion}`, { qos: 1 })
       const got = nextMessages(client, 1)
       await client.publishAsync(`t/${kind}/${protocolVersion}`, 'hello', { qos: 1 })
@@ -71,7 +72,7 @@ t.test('TLS with verify_peer records the client certificate', async (t) => {
     key: readFileSync(join(INSTALL_ROOT, 'etc/certs/client-key.pem'))
   })
   t.teardown(() => closeAll(client))
-  const conn = (secure.node.engine.clients['with-cert'] as { conn: object }).conn
+  const conn = engineClient(secure.node.engine, 'with-cert')!.conn
   t.match(connInfo(conn)?.peercert, /CN=demo-client/)
   await t.rejects(connect(`mqtts://localhost:${secure.port('ssl')}`, { clientId: 'no-cert', ca }), 'a client without a certificate is refused')
 })

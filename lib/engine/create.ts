@@ -3,6 +3,7 @@
 // security fixes the beta lacks; the options here switch them on.
 import { Aedes, type AedesOptions, type AuthenticateError, type Client, type Subscription } from 'aedes'
 import type { Config } from '../config/store.js'
+import type { EngineClient } from './internals.js'
 import type { AedesPersistence } from './store.js'
 
 /** Aedes clamps topic levels to 1..100; EMQ X writes 0 for "no limit". */
@@ -46,6 +47,6 @@ function authError (message: string, returnCode: number): AuthenticateError {
 /** `zone.external.max_subscriptions`: 0 = unlimited; resubscribing to a filter the client has does not count. */
 function withinSubscriptionQuota (client: Client, sub: Subscription, max: number): boolean {
   if (max === 0) return true
-  const subscriptions = (client as Client & { subscriptions: Record<string, unknown> }).subscriptions
+  const subscriptions = (client as EngineClient).subscriptions
   return sub.topic in subscriptions || Object.keys(subscriptions).length < max
 }

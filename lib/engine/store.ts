@@ -34,7 +34,7 @@ export async function openStore (dataDir: string): Promise<{ db: Level<string, B
     await db.open()
   } catch (err) {
     const cause = (err as { cause?: Error }).cause
-    throw new Error(`cannot open the store at ${path}: ${cause?.message ?? (err as Error).message}`)
+    throw new Error(`cannot open the store at ${path}: ${cause?.message ?? (err as Error).message}`, { cause: err })
   }
   return { db, persistence: new AsyncLevelPersistence(db) }
 }

@@ -50,6 +50,7 @@ export async function noMessageWithin (client: MqttClient, ms: number): Promise<
   }
 }
 
-export async function waitEvent<T extends unknown[]> (emitter: NodeJS.EventEmitter, event: string, timeoutMs = 5000): Promise<T> {
-  return await (once(emitter, event, { signal: AbortSignal.timeout(timeoutMs) }) as Promise<T>)
+/** Resolves with the arguments of the emitter's next `event` (MQTT.js clients included). */
+export async function waitEvent<T extends unknown[]> (emitter: object, event: string, timeoutMs = 5000): Promise<T> {
+  return await (once(emitter as NodeJS.EventEmitter, event, { signal: AbortSignal.timeout(timeoutMs) }) as Promise<T>)
 }

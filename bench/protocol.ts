@@ -1,0 +1,39 @@
+// IPC messages between the runner (bench/run.ts) and its client workers
+// (bench/worker.ts). Workers are forked with `serialization: 'advanced'`, so
+// typed arrays cross the channel as they are.
+
+/** What one worker does in a scenario; ids keep client ids and topics unique across workers. */
+export type Role =
+  | { kind: 'fan-in', subscriber: boolean, publishers: number[] }
+  /** awaitPeer: the other worker's subscribers report progress, and the publisher paces on them too. */
+  | { kind: 'fan-out', publisher: boolean, awaitPeer: boolean, subscribers: number, firstId: number }
+  | { kind: 'qos1-pairs', pairs: number[] }
+  | { kind: 'idle', connections: number, firstId: number, keepalive: number }
+
+export type ToWorker =
+  | { type: 'setup', port: number, role: Role }
+  /** Start the load; count only between warmupMs and warmupMs + measureMs (both 0 for idle). */
+  | { type: 'go', warmupMs: number, measureMs: number }
+  /** fan-out: the least count received by any subscriber of the other worker. */
+  | { type: 'peer', received: number }
+  | { type: 'close' }
+
+export interface WorkerResult {
+  /** Messages sent by this worker's publishers inside the measured window. */
+  sent: number
+  /** Messages (deliveries) received by this worker's subscribers inside the measured window. */
+  received: number
+  /** Length of the measured window as this worker saw it. */
+  elapsedMs: number
+  /** qos1-pairs: publish → delivery latency of each completed round trip, ms. */
+  latenciesMs?: Float64Array
+  /** idle: connections that got a CONNACK, and those that did not. */
+  connected?: number
+  failed?: number
+}
+
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'progress', received: number }
+  | { type: 'result', result: WorkerResult }
+  | { type: 'error', message: string }

@@ -1,0 +1,144 @@
+// `npm run bench`: runs each scenario against bare Aedes and then against the
+// broker, each on a fresh server process with two fresh client workers, and
+// prints the figures and their ratios (broker / bare). See bench/README.md.
+import { readFileSync } from 'node:fs'
+import { Worker } from './pool.js'
+import { scenarios, type Context, type Metric, type Scenario } from './scenarios.js'
+import { killAllNow, Server, type ServerKind } from './servers.js'
+
+const WORKERS = 2
+const KINDS: ServerKind[] = ['bare', 'broker']
+
+type Figures = Record<string, number>
+
+function positiveNumber (name: string, fallback: number, integer: boolean): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+    throw new Error(`${name}=${raw}: expected a positive ${integer ? 'integer' : 'number'}`)
+  }
+  return value
+}
+
+/** Soft RLIMIT_NOFILE of this process, which the servers and workers inherit. */
+function openFileLimit (): number {
+  const match = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
+  return match === null || match[1] === 'unlimited' ? Infinity : Number(match[1])
+}
+
+function selectScenarios (): Scenario[] {
+  const only = process.env.BENCH_ONLY
+  if (only === undefined || only === '') return scenarios
+  const names = only.split(',').map((s) => s.trim())
+  for (const name of names) {
+    if (!scenarios.some((s) => s.name === name)) throw new Error(`BENCH_ONLY=${only}: no scenario ${name} (have ${scenarios.map((s) => s.name).join(', ')})`)
+  }
+  return scenarios.filter((s) => names.includes(s.name))
+}
+
+async function runOnce (scenario: Scenario, kind: ServerKind, base: Omit<Context, 'server' | 'workers'>): Promise<Figures> {
+  const server = await Server.start(kind)
+  const workers: Worker[] = []
+  try {
+    for (let i = 0; i < WORKERS; i++) workers.push(new Worker(i))
+    return await Promise.race([scenario.run({ ...base, server, workers }), server.died])
+  } catch (err) {
+    // Clients notice a dead server before the runner sees it exit: blame the server, not them.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    throw server.deathError ?? err
+  } finally {
+    await Promise.all(workers.map(async (w) => await w.close()))
+    await server.stop()
+  }
+}
+
+function format (value: number | undefined, decimals: number): string {
+  return value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(decimals)
+}
+
+interface Row { scenario: string, metric: Metric, bare?: number, broker?: number, ratio?: number }
+
+function printTable (rows: Row[]): void {
+  const lines = [['scenario', 'metric', 'bare aedes', 'broker', 'ratio']]
+  for (const r of rows) {
+    lines.push([r.scenario, r.metric.name, format(r.bare, r.metric.decimals), format(r.broker, r.metric.decimals), format(r.ratio, 2)])
+  }
+  const widths = lines[0].map((_, c) => Math.max(...lines.map((l) => l[c].length)))
+  for (const l of lines) {
+    process.stdout.write(l.map((cell, c) => c < 2 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join('   ') + '\n')
+  }
+  process.stdout.write('\nratio = broker / bare aedes. msg/s, deliveries/s, connack/s: above 1 = broker faster. ' +
+    'ms and RSS: above 1 = broker worse (slower / more memory).\n')
+}
+
+async function main (): Promise<number> {
+  const seconds = positiveNumber('BENCH_SECONDS', 5, false)
+  let connections = positiveNumber('BENCH_CONNECTIONS', 2000, true)
+  const selected = selectScenarios()
+  const notes: string[] = []
+  // The server holds every idle connection: keep headroom for its own files.
+  const fdCap = openFileLimit() - 200
+  if (connections > fdCap) {
+    notes.push(`BENCH_CONNECTIONS lowered from ${connections} to ${fdCap}: ulimit -n is ${fdCap + 200}`)
+    connections = fdCap
+  }
+  const base = { seconds, connections, note: (text: string) => notes.push(text) }
+
+  const rows: Row[] = []
+  const errors: string[] = []
+  for (const scenario of selected) {
+    const figures: Partial<Record<ServerKind, Figures>> = {}
+    for (const kind of KINDS) {
+      process.stderr.write(`${scenario.name} on ${kind === 'bare' ? 'bare aedes' : 'broker'} ... `)
+      try {
+        figures[kind] = await runOnce(scenario, kind, base)
+        process.stderr.write(scenario.metrics.map((m) => `${format(figures[kind]?.[m.name], m.decimals)} ${m.name}`).join(', ') + '\n')
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err)
+        process.stderr.write(`failed: ${message}\n`)
+        errors.push(`${scenario.name} on ${kind}: ${message}`)
+      }
+    }
+    for (const metric of scenario.metrics) {
+      const bare = figures.bare?.[metric.name]
+      const broker = figures.broker?.[metric.name]
+      const ratio = bare !== undefined && broker !== undefined && bare !== 0 ? broker / bare : undefined
+      rows.push({ scenario: scenario.name, metric, bare, broker, ratio })
+    }
+  }
+
+  process.stdout.write(`\nbenchmark: ${seconds} s per scenario and server, ${connections} idle connections, ${WORKERS} client workers\n\n`)
+  printTable(rows)
+  for (const n of notes) process.stdout.write(`note: ${n}\n`)
+  for (const e of errors) process.stdout.write(`error: ${e}\n`)
+
+  const results: Record<string, Record<string, { bare: number | null, broker: number | null, ratio: number | null, lowerIsBetter: boolean }>> = {}
+  const orNull = (v: number | undefined): number | null => v === undefined || !Number.isFinite(v) ? null : v
+  for (const r of rows) {
+    results[r.scenario] ??= {}
+    results[r.scenario][r.metric.name] = { bare: orNull(r.bare), broker: orNull(r.broker), ratio: orNull(r.ratio), lowerIsBetter: r.metric.lowerIsBetter }
+  }
+  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, notes, errors })}\n`)
+  return errors.length === 0 ? 0 : 1
+}
+
+// Whatever happens, no server or worker may outlive the runner.
+process.on('exit', killAllNow)
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`\nbench: ${signal}, stopping\n`)
+    process.exit(130)
+  })
+}
+process.on('uncaughtException', (err) => {
+  process.stderr.write(`bench: ${err.stack ?? err.message}\n`)
+  process.exit(1)
+})
+
+try {
+  process.exitCode = await main()
+} catch (err) {
+  process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`)
+  process.exitCode = 1
+}

@@ -1,0 +1,124 @@
+// The four scenarios: which worker plays which role, and how the workers'
+// counts become the reported figures. Each run gets a fresh server and two
+// fresh workers (see run.ts).
+import type { Worker } from './pool.js'
+import type { Role, WorkerResult } from './protocol.js'
+import { rssKiB, type Server } from './servers.js'
+import { mergeSorted, percentile } from './stats.js'
+
+export interface Metric {
+  name: string
+  decimals: number
+  /** Latency and memory: a ratio above 1 means the broker is worse. */
+  lowerIsBetter: boolean
+}
+
+export interface Context {
+  server: Server
+  workers: Worker[]
+  seconds: number
+  connections: number
+  note: (text: string) => void
+}
+
+export interface Scenario {
+  name: string
+  metrics: Metric[]
+  run: (ctx: Context) => Promise<Record<string, number>>
+}
+
+const SETUP_TIMEOUT_MS = 30_000
+const RESULT_SLACK_MS = 30_000
+const CONNECT_TIMEOUT_MS = 120_000
+const SETTLE_MS = 1000
+
+const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
+
+async function setupAll (ctx: Context, roles: Role[]): Promise<void> {
+  await Promise.all(ctx.workers.map(async (w, i) => {
+    w.send({ type: 'setup', port: ctx.server.port, role: roles[i] })
+    await w.next('ready', SETUP_TIMEOUT_MS)
+  }))
+}
+
+/** Sets the workers up, runs the load for ctx.seconds and returns what each counted after the warm-up. */
+async function timed (ctx: Context, roles: Role[]): Promise<WorkerResult[]> {
+  await setupAll(ctx, roles)
+  const totalMs = ctx.seconds * 1000
+  const warmupMs = Math.min(1000, totalMs * 0.2)
+  const measureMs = totalMs - warmupMs
+  for (const w of ctx.workers) w.send({ type: 'go', warmupMs, measureMs })
+  const replies = await Promise.all(ctx.workers.map(async (w) => await w.next('result', totalMs + RESULT_SLACK_MS)))
+  return replies.map((r) => r.result)
+}
+
+/** Sum over workers of received per second, each over its own measured window. */
+function receivedPerSecond (results: WorkerResult[]): number {
+  return results.reduce((sum, r) => sum + (r.elapsedMs > 0 ? r.received / (r.elapsedMs / 1000) : 0), 0)
+}
+
+const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i)
+
+const rate = (name: string): Metric => ({ name, decimals: 0, lowerIsBetter: false })
+
+export const scenarios: Scenario[] = [
+  {
+    name: 'fan-in',
+    metrics: [rate('msg/s')],
+    run: async (ctx) => {
+      const results = await timed(ctx, [
+        { kind: 'fan-in', subscriber: true, publishers: range(0, 5) },
+        { kind: 'fan-in', subscriber: false, publishers: range(5, 10) }
+      ])
+      return { 'msg/s': receivedPerSecond(results) }
+    }
+  },
+  {
+    name: 'fan-out',
+    metrics: [rate('deliveries/s')],
+    run: async (ctx) => {
+      const [w0, w1] = ctx.workers
+      w1.onProgress = (received) => w0.send({ type: 'peer', received })
+      const results = await timed(ctx, [
+        { kind: 'fan-out', publisher: true, awaitPeer: true, subscribers: 50, firstId: 0 },
+        { kind: 'fan-out', publisher: false, awaitPeer: false, subscribers: 50, firstId: 50 }
+      ])
+      return { 'deliveries/s': receivedPerSecond(results) }
+    }
+  },
+  {
+    name: 'qos1-pairs',
+    metrics: [rate('msg/s'), { name: 'p50 ms', decimals: 3, lowerIsBetter: true }, { name: 'p99 ms', decimals: 3, lowerIsBetter: true }],
+    run: async (ctx) => {
+      const results = await timed(ctx, [
+        { kind: 'qos1-pairs', pairs: range(0, 5) },
+        { kind: 'qos1-pairs', pairs: range(5, 10) }
+      ])
+      const latencies = mergeSorted(results.map((r) => r.latenciesMs ?? new Float64Array(0)))
+      return { 'msg/s': receivedPerSecond(results), 'p50 ms': percentile(latencies, 50), 'p99 ms': percentile(latencies, 99) }
+    }
+  },
+  {
+    name: 'idle-connections',
+    metrics: [rate('connack/s'), { name: 'RSS MiB empty', decimals: 1, lowerIsBetter: true }, { name: 'RSS KiB/conn', decimals: 1, lowerIsBetter: true }],
+    run: async (ctx) => {
+      const half = Math.ceil(ctx.connections / 2)
+      await setupAll(ctx, [
+        { kind: 'idle', connections: half, firstId: 0, keepalive: 600 },
+        { kind: 'idle', connections: ctx.connections - half, firstId: half, keepalive: 600 }
+      ])
+      await sleep(SETTLE_MS)
+      const before = rssKiB(ctx.server.pid)
+      for (const w of ctx.workers) w.send({ type: 'go', warmupMs: 0, measureMs: 0 })
+      const results = (await Promise.all(ctx.workers.map(async (w) => await w.next('result', CONNECT_TIMEOUT_MS)))).map((r) => r.result)
+      const connected = results.reduce((n, r) => n + (r.connected ?? 0), 0)
+      const failed = results.reduce((n, r) => n + (r.failed ?? 0), 0)
+      if (failed > 0) ctx.note(`idle-connections on ${ctx.server.label}: ${failed} of ${ctx.connections} connections got no CONNACK`)
+      if (connected === 0) throw new Error('no connection was accepted')
+      const elapsedMs = Math.max(...results.map((r) => r.elapsedMs))
+      await sleep(SETTLE_MS)
+      const after = rssKiB(ctx.server.pid)
+      return { 'connack/s': connected / (elapsedMs / 1000), 'RSS MiB empty': before / 1024, 'RSS KiB/conn': (after - before) / connected }
+    }
+  }
+]

@@ -1,0 +1,274 @@
+// Client worker, forked by the runner: runs the raw clients of one role of a
+// scenario and reports counts and latencies over IPC (see protocol.ts).
+import { publishBatch, RawClient, type ClientOptions } from './client.js'
+import type { FromWorker, Role, ToWorker, WorkerResult } from './protocol.js'
+
+const PAYLOAD = Buffer.alloc(16, 0x61)
+/** Publishes per socket.write; writing each 30-byte packet alone would cost the client a syscall per message. */
+const FAN_IN_BATCH = 50
+const FAN_OUT_BURST = 50
+/** fan-out: most messages the publisher may be ahead of the slowest subscriber. */
+const FAN_OUT_WINDOW = 500
+/** Most socket writes in one event-loop turn, so timers and IPC still run. */
+const WRITES_PER_TURN = 32
+const MAX_LATENCY_SAMPLES = 2_000_000
+/** idle: connects in flight per worker; more would overflow the server's accept backlog. */
+const IDLE_CONCURRENCY = 100
+
+interface Counts { sent: number, received: number }
+
+interface Load {
+  run: (warmupMs: number, measureMs: number) => Promise<WorkerResult>
+  peer?: (received: number) => void
+}
+
+const clients: RawClient[] = []
+let load: Load | null = null
+let failed = false
+
+function post (msg: FromWorker): void {
+  process.send?.(msg)
+}
+
+function fail (err: unknown): void {
+  if (failed) return
+  failed = true
+  const message = err instanceof Error ? err.message : String(err)
+  process.send?.({ type: 'error', message } satisfies FromWorker, () => process.exit(1))
+}
+
+function closeAll (): void {
+  for (const c of clients) c.close()
+  clients.length = 0
+}
+
+async function connect (port: number, clientId: string, extra: Partial<ClientOptions> = {}): Promise<RawClient> {
+  const client = await RawClient.connect({ port, clientId, onLost: fail, ...extra })
+  clients.push(client)
+  return client
+}
+
+/** Snapshots the counters at the warm-up mark and at the end, then calls stop(). */
+async function measure (counts: Counts, warmupMs: number, measureMs: number, stop: () => void, onMark?: () => void): Promise<WorkerResult> {
+  return await new Promise((resolve) => {
+    let s0 = 0
+    let r0 = 0
+    let t0 = performance.now()
+    setTimeout(() => {
+      s0 = counts.sent
+      r0 = counts.received
+      t0 = performance.now()
+      onMark?.()
+    }, warmupMs)
+    setTimeout(() => {
+      stop()
+      resolve({ sent: counts.sent - s0, received: counts.received - r0, elapsedMs: performance.now() - t0 })
+    }, warmupMs + measureMs)
+  })
+}
+
+async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Promise<Load> {
+  const counts: Counts = { sent: 0, received: 0 }
+  if (role.subscriber) {
+    const sub = await connect(port, `bench-fi-sub-${process.pid}`, { onPublishFrame: () => { counts.received++ } })
+    await sub.subscribe('bench/in/#', 0)
+  }
+  const pubs = await Promise.all(role.publishers.map(async (n) => ({
+    client: await connect(port, `bench-fi-pub-${n}-${process.pid}`),
+    batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH)
+  })))
+  let running = false
+  const pump = (client: RawClient, batch: Buffer): void => {
+    for (let i = 0; i < WRITES_PER_TURN && running; i++) {
+      counts.sent += FAN_IN_BATCH
+      if (!client.write(batch)) {
+        client.socket.once('drain', () => pump(client, batch))
+        return
+      }
+    }
+    if (running) setImmediate(() => pump(client, batch))
+  }
+  return {
+    run: async (warmupMs, measureMs) => {
+      running = true
+      for (const p of pubs) pump(p.client, p.batch)
+      return await measure(counts, warmupMs, measureMs, () => { running = false })
+    }
+  }
+}
+
+async function fanOut (port: number, role: Extract<Role, { kind: 'fan-out' }>): Promise<Load> {
+  const counts: Counts = { sent: 0, received: 0 }
+  const received = new Array<number>(role.subscribers).fill(0)
+  let running = false
+  let peerReceived = role.awaitPeer ? 0 : Infinity
+  let pumpQueued = false
+  let publish: { client: RawClient, burst: Buffer } | null = null
+  const schedulePump = (): void => {
+    if (!pumpQueued && running && publish !== null) {
+      pumpQueued = true
+      setImmediate(pump)
+    }
+  }
+  await Promise.all(received.map(async (_, i) => {
+    const sub = await connect(port, `bench-fo-sub-${role.firstId + i}-${process.pid}`, {
+      onPublishFrame: () => { received[i]++; counts.received++ },
+      onChunk: schedulePump
+    })
+    await sub.subscribe('bench/out', 0)
+  }))
+  const minReceived = (): number => Math.min(peerReceived, ...received)
+  if (role.publisher) {
+    publish = { client: await connect(port, `bench-fo-pub-${process.pid}`), burst: publishBatch('bench/out', PAYLOAD, FAN_OUT_BURST) }
+  }
+  let waitingDrain = false
+  function pump (): void {
+    pumpQueued = false
+    if (publish === null || waitingDrain) return
+    for (let i = 0; i < WRITES_PER_TURN && running && counts.sent - minReceived() < FAN_OUT_WINDOW; i++) {
+      counts.sent += FAN_OUT_BURST
+      if (!publish.client.write(publish.burst)) {
+        waitingDrain = true
+        publish.client.socket.once('drain', () => { waitingDrain = false; schedulePump() })
+        return
+      }
+    }
+  }
+  return {
+    peer: (n) => { peerReceived = n; schedulePump() },
+    run: async (warmupMs, measureMs) => {
+      running = true
+      // Subscribers without the publisher report their slowest member so the publisher can pace on it.
+      const progress = publish === null ? setInterval(() => post({ type: 'progress', received: Math.min(...received) }), 20) : null
+      // In case no subscriber data and no peer report arrive to wake the publisher.
+      const nudge = setInterval(schedulePump, 5)
+      schedulePump()
+      return await measure(counts, warmupMs, measureMs, () => {
+        running = false
+        clearInterval(nudge)
+        if (progress !== null) clearInterval(progress)
+      })
+    }
+  }
+}
+
+async function qos1Pairs (port: number, role: Extract<Role, { kind: 'qos1-pairs' }>): Promise<Load> {
+  const counts: Counts = { sent: 0, received: 0 }
+  const latencies: number[] = []
+  let running = false
+  let recording = false
+  const pairs = await Promise.all(role.pairs.map(async (n) => {
+    const topic = `bench/pair/${n}`
+    const payload = Buffer.alloc(16)
+    // One message in flight per pair: the round trip ends when both the PUBACK and the delivery are in.
+    const s = { seq: 0, messageId: 0, t0: 0, latency: 0, acked: true, delivered: true }
+    let sub: RawClient | null = null
+    let pub: RawClient | null = null
+    const next = (): void => {
+      s.seq++
+      s.messageId = (s.seq % 65535) + 1
+      s.acked = false
+      s.delivered = false
+      payload.writeUInt32BE(s.seq >>> 0, 0)
+      counts.sent++
+      s.t0 = performance.now()
+      pub?.send({ cmd: 'publish', topic, payload, qos: 1, messageId: s.messageId, dup: false, retain: false })
+    }
+    const settle = (): void => {
+      if (!s.acked || !s.delivered) return
+      counts.received++
+      if (recording && latencies.length < MAX_LATENCY_SAMPLES) latencies.push(s.latency)
+      if (running) next()
+    }
+    sub = await connect(port, `bench-q1-sub-${n}-${process.pid}`, {
+      onPacket: (p) => {
+        if (p.cmd !== 'publish') return
+        if (p.messageId !== undefined) sub?.send({ cmd: 'puback', messageId: p.messageId })
+        if (!s.delivered && Buffer.isBuffer(p.payload) && p.payload.readUInt32BE(0) === s.seq >>> 0) {
+          s.delivered = true
+          s.latency = performance.now() - s.t0
+          settle()
+        }
+      }
+    })
+    await sub.subscribe(topic, 1)
+    pub = await connect(port, `bench-q1-pub-${n}-${process.pid}`, {
+      onPacket: (p) => {
+        if (p.cmd === 'puback' && !s.acked && p.messageId === s.messageId) {
+          s.acked = true
+          settle()
+        }
+      }
+    })
+    return next
+  }))
+  return {
+    run: async (warmupMs, measureMs) => {
+      running = true
+      for (const next of pairs) next()
+      const result = await measure(counts, warmupMs, measureMs, () => { running = false; recording = false }, () => { recording = true })
+      return { ...result, latenciesMs: Float64Array.from(latencies) }
+    }
+  }
+}
+
+function idle (port: number, role: Extract<Role, { kind: 'idle' }>): Load {
+  return {
+    run: async () => {
+      const t0 = performance.now()
+      let nextIndex = 0
+      let connected = 0
+      let refused = 0
+      const lane = async (): Promise<void> => {
+        while (nextIndex < role.connections) {
+          const id = role.firstId + nextIndex++
+          try {
+            await connect(port, `bench-idle-${id}-${process.pid}`, { keepalive: role.keepalive })
+            connected++
+          } catch {
+            refused++
+          }
+        }
+      }
+      await Promise.all(Array.from({ length: Math.min(IDLE_CONCURRENCY, role.connections) }, lane))
+      return { sent: 0, received: 0, elapsedMs: performance.now() - t0, connected, failed: refused }
+    }
+  }
+}
+
+async function setup (port: number, role: Role): Promise<Load> {
+  switch (role.kind) {
+    case 'fan-in': return await fanIn(port, role)
+    case 'fan-out': return await fanOut(port, role)
+    case 'qos1-pairs': return await qos1Pairs(port, role)
+    case 'idle': return idle(port, role)
+  }
+}
+
+async function handle (msg: ToWorker): Promise<void> {
+  switch (msg.type) {
+    case 'setup':
+      load = await setup(msg.port, msg.role)
+      post({ type: 'ready' })
+      break
+    case 'go': {
+      if (load === null) throw new Error('go before setup')
+      const result = await load.run(msg.warmupMs, msg.measureMs)
+      post({ type: 'result', result })
+      break
+    }
+    case 'peer':
+      load?.peer?.(msg.received)
+      break
+    case 'close':
+      closeAll()
+      process.exit(0)
+  }
+}
+
+process.on('message', (msg: ToWorker) => { handle(msg).catch(fail) })
+// The runner is gone (ended or crashed): never outlive it.
+process.on('disconnect', () => {
+  closeAll()
+  process.exit(0)
+})

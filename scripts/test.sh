@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything the tests need on a fresh Debian machine (Debian
+# packages, then npm packages), lints, builds and runs the whole test suite.
+# Extra arguments go to tap (e.g. a test file).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debian_packages=()
+command -v mosquitto_pub >/dev/null 2>&1 || debian_packages+=(mosquitto-clients)
+command -v openssl >/dev/null 2>&1 || debian_packages+=(openssl)
+
+if [ ${#debian_packages[@]} -gt 0 ]; then
+  sudo=''
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "installing Debian packages: ${debian_packages[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${debian_packages[@]}" >/dev/null
+fi
+
+npm ci --no-audit --no-fund
+npm run lint
+npm test -- "$@"
