@@ -5,7 +5,9 @@ import type { Aedes, Client } from 'aedes'
 import type { Level } from 'level'
 import type { Config } from './config/store.js'
 import { createEngine } from './engine/create.js'
+import { engineClient } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
+import { SessionQueues } from './engine/session-queue.js'
 import { openStore, type AedesPersistence } from './engine/store.js'
 import { createListeners, type Listener } from './listeners/index.js'
 import type { Logger } from './log.js'
@@ -27,6 +29,7 @@ export class BrokerNode {
     readonly engine: Aedes,
     readonly listeners: Listener[],
     readonly retainer: Retainer,
+    readonly queues: SessionQueues,
     private readonly db: Level<string, Buffer>,
     private readonly persistence: AedesPersistence
   ) {}
@@ -42,11 +45,15 @@ export class BrokerNode {
     try {
       const retainer = new Retainer(config)
       await retainer.attach(persistence)
+      const queues = new SessionQueues(config,
+        (clientId) => engine !== undefined && engineClient(engine, clientId)?.closed === false,
+        (clientId, packet) => engine?.emit('messageDropped', packet, { id: clientId }, 'queue_full'))
+      await queues.attach(db, persistence)
       engine = await createEngine({ config, persistence })
       logEngineEvents(engine, logger)
       const handle = engine.handle
       const listeners = await createListeners(config, root, (stream, req) => handle(stream, req))
-      const node = new BrokerNode(config, logger, engine, listeners, retainer, db, persistence)
+      const node = new BrokerNode(config, logger, engine, listeners, retainer, queues, db, persistence)
       try {
         for (const listener of listeners) {
           await listener.start()

@@ -9,6 +9,16 @@ import type { AedesPersistence } from './store.js'
 /** Aedes clamps topic levels to 1..100; EMQ X writes 0 for "no limit". */
 const MAX_TOPIC_LEVELS = 100
 
+/** Options the Aedes patch adds (patches/aedes+2.0.0-beta.1.patch). */
+interface PatchedOptions {
+  /** inbound QoS 2 messages awaiting PUBREL per client; 0 = no cap */
+  maxInflightInbound: number
+  /** outbound QoS 1/2 window per client, with its Receive Maximum; 0 = Receive Maximum only */
+  maxInflight: number
+  /** outbound messages a clean session may have waiting; 0 = no cap */
+  maxQueuedMessages: number
+}
+
 export interface EngineOptions {
   config: Config
   persistence: AedesPersistence
@@ -16,7 +26,7 @@ export interface EngineOptions {
 }
 
 export async function createEngine ({ config, persistence, id }: EngineOptions): Promise<Aedes> {
-  const options: AedesOptions & { maxInflightInbound: number } = {
+  const options: AedesOptions & PatchedOptions = {
     id,
     persistence,
     maxClientsIdLength: config.get('mqtt.max_clientid_len'),
@@ -24,6 +34,8 @@ export async function createEngine ({ config, persistence, id }: EngineOptions):
     maxTopicLevels: config.get('mqtt.max_topic_levels') || MAX_TOPIC_LEVELS,
     sessionExpiryIntervalLimit: Math.floor(config.get('zone.external.session_expiry_interval') / 1000),
     maxInflightInbound: config.get('zone.external.max_awaiting_rel'),
+    maxInflight: config.get('zone.external.max_inflight'),
+    maxQueuedMessages: config.get('zone.external.max_mqueue_len'),
     authenticate: (client, username, _password, done) => {
       if (client.id.length > config.get('mqtt.max_clientid_len')) {
         return done(authError('client id too long', 2), false)
