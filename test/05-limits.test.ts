@@ -142,3 +142,37 @@ t.test('retainer limits', async (t) => {
   await new Promise((resolve) => setTimeout(resolve, 1100))
   t.same(await retained('r/+'), [], 'retained messages expire after retainer.expiry_interval')
 })
+
+t.test('WebSocket max_clients refuses extra clients', async (t) => {
+  const broker = await startBroker({ 'listener.ws.external.max_clients': 2 }, ['ws'])
+  t.teardown(broker.stop)
+  const url = `ws://127.0.0.1:${broker.port('ws')}/mqtt`
+  const clients = [await connect(url, { clientId: 'ws-1' }), await connect(url, { clientId: 'ws-2' })]
+  t.teardown(() => closeAll(...clients))
+  await t.rejects(connect(url, { clientId: 'ws-3', connectTimeout: 2000 }), 'the third is refused')
+  t.ok(clients.every((c) => c.connected), 'the first two stay connected')
+})
+
+t.test('zone.external.session_expiry_interval ends persistent sessions of MQTT 3.x and caps MQTT 5', async (t) => {
+  const broker = await startBroker({ 'zone.external.session_expiry_interval': 1 })
+  t.teardown(broker.stop)
+  const url = `mqtt://127.0.0.1:${broker.port()}`
+  const v4 = await connect(url, { clientId: 'expiring-v4', clean: false })
+  await v4.subscribeAsync('exp/t', { qos: 1 })
+  await v4.endAsync()
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const soon = await RawClient.open(broker.port(), 4)
+  t.equal((await soon.connect({ clientId: 'expiring-v4', clean: false })).sessionPresent, true, 'within the interval the session is there')
+  soon.end()
+
+  const raw = await RawClient.open(broker.port(), 5)
+  t.teardown(() => raw.end())
+  const connack = await raw.connect({ clientId: 'expiring-v5', properties: { sessionExpiryInterval: 3600 } })
+  t.equal(connack.properties?.sessionExpiryInterval, 1, 'MQTT 5: CONNACK tells the client the capped interval')
+  raw.end()
+
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  const late = await RawClient.open(broker.port(), 4)
+  t.teardown(() => late.end())
+  t.equal((await late.connect({ clientId: 'expiring-v4', clean: false })).sessionPresent, false, 'MQTT 3.1.1: the session expired')
+})
