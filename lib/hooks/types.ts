@@ -1,0 +1,73 @@
+// The hook points (EMQ X names) and what each handler receives and returns.
+// Chain hooks (`client.authenticate`, `client.check_acl`) answer allow, deny
+// or ignore; the first allow or deny ends the chain. The others are
+// notifications: their return value is ignored and an error is only logged.
+
+/** What the node knows about a connecting or connected client. */
+export interface ClientInfo {
+  clientId: string
+  username?: string
+  /** client address as the listener saw it (`127.0.0.1`, `::1`) */
+  ipAddress: string
+  port: number
+  /** `mqtt:tcp` | `mqtt:ssl` | `mqtt:ws` | `mqtt:wss` */
+  protocol: string
+  /** MQTT protocol level: 3, 4 or 5 */
+  protoVer: number
+  /** subject of the TLS client certificate, `nossl` without TLS */
+  peercert: string
+  /** set by an authenticate answer; an empty string when none */
+  mountpoint: string
+  isSuperuser: boolean
+}
+
+export interface AuthenticateRequest {
+  client: ClientInfo
+  /** the CONNECT password, if any */
+  password?: Buffer
+}
+
+export type Decision = 'allow' | 'deny' | 'ignore'
+
+/** An authenticate handler's answer. `reason` picks the refusal code (default bad_username_or_password). */
+export type AuthenticateAnswer =
+  | 'ignore'
+  | 'deny'
+  | { result: 'allow', superuser?: boolean, mountpoint?: string }
+  | { result: 'deny', reason?: 'bad_username_or_password' | 'not_authorized' }
+  | 'allow'
+
+export type AclAccess = 'publish' | 'subscribe'
+
+export interface CheckAclRequest {
+  client: ClientInfo
+  access: AclAccess
+  /** the topic (publish) or topic filter (subscribe), as the client wrote it (before any mountpoint) */
+  topic: string
+}
+
+export interface MessageInfo {
+  topic: string
+  payload: Buffer
+  qos: 0 | 1 | 2
+  retain: boolean
+  /** the publishing client's id; undefined for messages the node itself publishes */
+  from?: string
+}
+
+export interface HookHandlers {
+  'client.authenticate': (request: AuthenticateRequest) => AuthenticateAnswer | Promise<AuthenticateAnswer>
+  'client.check_acl': (request: CheckAclRequest) => Decision | Promise<Decision>
+  'client.connected': (client: ClientInfo) => void
+  'client.disconnected': (client: ClientInfo, reason: string) => void
+  'session.subscribed': (client: ClientInfo, topic: string, qos: number) => void
+  'session.unsubscribed': (client: ClientInfo, topic: string) => void
+  'message.publish': (message: MessageInfo) => void
+  'message.delivered': (client: ClientInfo, message: MessageInfo) => void
+  'message.acked': (client: ClientInfo, message: MessageInfo) => void
+  'message.dropped': (message: MessageInfo, reason: string, client?: ClientInfo) => void
+}
+
+export type HookName = keyof HookHandlers
+
+export const CHAIN_HOOKS = ['client.authenticate', 'client.check_acl'] as const satisfies readonly HookName[]

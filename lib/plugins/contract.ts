@@ -1,0 +1,65 @@
+// The plugin contract: what a plugin module exports and what it receives.
+// A plugin is a folder plugins/broker_<name>/ whose index.ts default-exports
+// `definePlugin({...})`. Its settings live in etc/plugins/broker_<name>.conf
+// (`key = value`, validated by `schema`). The context is the only way a
+// plugin reaches the broker; everything it registers there is released
+// when it unloads.
+import type Joi from 'joi'
+import type { HookHandlers, HookName, ClientInfo } from '../hooks/types.js'
+import type { Logger } from '../log.js'
+
+export type { ClientInfo, HookHandlers, HookName } from '../hooks/types.js'
+export type { AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, Decision, MessageInfo } from '../hooks/types.js'
+
+/** Durable key → string storage of one plugin, kept in the node's store. */
+export interface PluginStore {
+  get: (key: string) => Promise<string | undefined>
+  put: (key: string, value: string) => Promise<void>
+  del: (key: string) => Promise<void>
+  entries: () => AsyncIterable<[string, string]>
+}
+
+export interface PublishRequest {
+  topic: string
+  payload: string | Buffer
+  qos?: 0 | 1 | 2
+  retain?: boolean
+}
+
+/** Read access to the node. */
+export interface NodeView {
+  readonly name: string
+  /** a connected client, or undefined */
+  client: (clientId: string) => ClientInfo | undefined
+}
+
+export interface PluginContext<C> {
+  readonly name: string
+  /** the plugin's settings, validated and converted by its schema */
+  readonly config: C
+  readonly logger: Logger
+  readonly hooks: {
+    /** Higher priority runs first; equal priorities run in data/loaded_plugins order. */
+    add: <H extends HookName>(hook: H, handler: HookHandlers[H], priority?: number) => void
+  }
+  publish: (message: PublishRequest) => Promise<void>
+  readonly node: NodeView
+  readonly store: PluginStore
+  /** the install root, for resolving relative file paths in settings */
+  readonly root: string
+}
+
+export interface BrokerPlugin<C = Record<string, unknown>> {
+  name: string
+  version: string
+  description: string
+  /** a Joi object over the flat setting keys, e.g. `'auth.http.auth_req'` */
+  schema: Joi.ObjectSchema<C>
+  load: (ctx: PluginContext<C>) => void | Promise<void>
+  unload: () => void | Promise<void>
+}
+
+/** Types a plugin module's default export. */
+export function definePlugin<C> (plugin: BrokerPlugin<C>): BrokerPlugin<C> {
+  return plugin
+}
