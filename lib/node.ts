@@ -1,47 +1,86 @@
-// One broker node: opens the store, builds the engine, opens the listeners;
-// stops them in reverse order. Nothing else lives here.
-import { isAbsolute, resolve } from 'node:path'
+// One broker node: opens the store, builds access control, the engine and
+// the plugin host, then opens the listeners; stops them in reverse order.
+// Nothing else lives here.
+import { join, isAbsolute, resolve } from 'node:path'
 import type { Aedes, Client } from 'aedes'
 import type { Level } from 'level'
+import { AccessControl } from './access/access-control.js'
+import { createAuthenticate } from './access/authenticate.js'
+import { BannedList } from './access/banned.js'
+import { clientState } from './access/client-state.js'
 import type { Config } from './config/store.js'
+import { createCallbacks } from './engine/callbacks.js'
 import { createEngine } from './engine/create.js'
 import { engineClient } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
 import { openStore, type AedesPersistence } from './engine/store.js'
+import { mapEngineEvents } from './hooks/engine-events.js'
+import { HookRegistry } from './hooks/registry.js'
 import { createListeners, type Listener } from './listeners/index.js'
 import type { Logger } from './log.js'
+import type { NodeView, PublishRequest } from './plugins/contract.js'
+import { PluginHost } from './plugins/host.js'
+import { pluginStore } from './plugins/plugin-store.js'
 
 export interface NodeOptions {
   config: Config
   logger: Logger
   /** the install root that relative paths in the configuration are resolved against */
   root: string
+  /** more folders holding broker_* plugins, searched after the install's own */
+  pluginDirs?: string[]
+}
+
+interface Parts {
+  engine: Aedes
+  listeners: Listener[]
+  retainer: Retainer
+  queues: SessionQueues
+  hooks: HookRegistry
+  access: AccessControl
+  banned: BannedList
+  plugins: PluginHost
+  db: Level<string, Buffer>
+  persistence: AedesPersistence
 }
 
 export class BrokerNode {
   readonly startedAt = new Date()
+  readonly engine: Aedes
+  readonly listeners: Listener[]
+  readonly retainer: Retainer
+  readonly queues: SessionQueues
+  readonly hooks: HookRegistry
+  readonly access: AccessControl
+  readonly banned: BannedList
+  readonly plugins: PluginHost
+  readonly #db: Level<string, Buffer>
+  readonly #persistence: AedesPersistence
   #stopping: Promise<void> | null = null
 
-  private constructor (
-    readonly config: Config,
-    readonly logger: Logger,
-    readonly engine: Aedes,
-    readonly listeners: Listener[],
-    readonly retainer: Retainer,
-    readonly queues: SessionQueues,
-    private readonly db: Level<string, Buffer>,
-    private readonly persistence: AedesPersistence
-  ) {}
+  private constructor (readonly config: Config, readonly logger: Logger, parts: Parts) {
+    this.engine = parts.engine
+    this.listeners = parts.listeners
+    this.retainer = parts.retainer
+    this.queues = parts.queues
+    this.hooks = parts.hooks
+    this.access = parts.access
+    this.banned = parts.banned
+    this.plugins = parts.plugins
+    this.#db = parts.db
+    this.#persistence = parts.persistence
+  }
 
   get name (): string {
     return this.config.get('node.name')
   }
 
-  static async start ({ config, logger, root }: NodeOptions): Promise<BrokerNode> {
+  static async start ({ config, logger, root, pluginDirs = [] }: NodeOptions): Promise<BrokerNode> {
     const dataDir = resolvePath(root, config.get('node.data_dir'))
     const { db, persistence } = await openStore(dataDir)
     let engine: Aedes | undefined
+    let banned: BannedList | undefined
     try {
       const retainer = new Retainer(config)
       await retainer.attach(persistence)
@@ -49,11 +88,35 @@ export class BrokerNode {
         (clientId) => engine !== undefined && engineClient(engine, clientId)?.closed === false,
         (clientId, packet) => engine?.emit('messageDropped', packet, { id: clientId }, 'queue_full'))
       await queues.attach(db, persistence)
-      engine = await createEngine({ config, persistence })
+      banned = new BannedList(db)
+      await banned.open()
+
+      let plugins: PluginHost | undefined
+      const hooks = new HookRegistry(logger, (owner) => plugins?.rank(owner) ?? 0)
+      const access = new AccessControl(config, hooks, root, logger)
+      await access.reload()
+      const callbacks = createCallbacks({ config, access, hooks })
+      const authenticate = createAuthenticate({ config, hooks, banned, logger })
+      engine = await createEngine({ config, persistence, callbacks: { ...callbacks, authenticate } })
       logEngineEvents(engine, logger)
-      const handle = engine.handle
-      const listeners = await createListeners(config, root, (stream, req) => handle(stream, req))
-      const node = new BrokerNode(config, logger, engine, listeners, retainer, queues, db, persistence)
+      mapEngineEvents(engine, hooks)
+
+      const running = engine
+      plugins = new PluginHost({
+        pluginDirs: [join(root, import.meta.url.endsWith('.ts') ? 'plugins' : 'dist/plugins'), ...pluginDirs],
+        etcDir: resolvePath(root, config.get('plugins.etc_dir')),
+        loadedFile: join(dataDir, 'loaded_plugins'),
+        root,
+        hooks,
+        logger,
+        node: nodeView(config, running),
+        publish: async (message) => await publish(running, message),
+        store: (plugin) => pluginStore(db, plugin)
+      })
+      await plugins.boot()
+
+      const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, hooks, access, banned, plugins, db, persistence })
       try {
         for (const listener of listeners) {
           await listener.start()
@@ -67,12 +130,13 @@ export class BrokerNode {
       return node
     } catch (err) {
       if (engine !== undefined && !engine.closed) await closeEngine(engine)
+      banned?.close()
       if (db.status === 'open') await persistence.destroy()
       throw err
     }
   }
 
-  /** Stops accepting, disconnects clients (v5: DISCONNECT 0x8B), then closes the store. */
+  /** Stops accepting, disconnects clients (v5: DISCONNECT 0x8B), unloads plugins, then closes the store. */
   async stop (): Promise<void> {
     this.#stopping ??= this.#stop()
     return await this.#stopping
@@ -82,9 +146,27 @@ export class BrokerNode {
     const closing = this.listeners.map(async (listener) => await listener.stop())
     await closeEngine(this.engine)
     await Promise.all(closing)
-    if (this.db.status === 'open') await this.persistence.destroy()
+    await this.plugins.stopAll()
+    this.banned.close()
+    if (this.#db.status === 'open') await this.#persistence.destroy()
     this.logger.info({ node: this.name }, 'broker node stopped')
   }
+}
+
+function nodeView (config: Config, engine: Aedes): NodeView {
+  return {
+    get name () { return config.get('node.name') },
+    client (clientId) {
+      const client = engineClient(engine, clientId)
+      return client === undefined ? undefined : clientState(client)?.info
+    }
+  }
+}
+
+async function publish (engine: Aedes, { topic, payload, qos = 0, retain = false }: PublishRequest): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    engine.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
+  })
 }
 
 async function closeEngine (engine: Aedes): Promise<void> {

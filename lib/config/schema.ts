@@ -48,6 +48,8 @@ export const schema = {
   'mqtt.acl_nomatch': choice(['allow', 'deny'] as const, 'allow'),
   'mqtt.acl_file': string('etc/acl.conf'),
   'mqtt.cache_acl': flag(true),
+  'mqtt.acl_cache_max_size': integer(32, 1),
+  'mqtt.acl_cache_ttl': duration('1m'),
   'mqtt.max_packet_size': bytesize('1MB'),
   'mqtt.max_clientid_len': integer(65535, 23, 65535),
   'mqtt.max_topic_levels': integer(0, 0, 100),
@@ -59,6 +61,9 @@ export const schema = {
   'zone.external.max_mqueue_len': integer(1000, 0),
   'zone.external.session_expiry_interval': duration('2h'),
   'zone.external.max_subscriptions': integer(0, 0),
+  'zone.external.mountpoint': string(''),
+
+  'plugins.etc_dir': string('etc/plugins'),
 
   'retainer.expiry_interval': duration('0', 'broker_retainer'),
   'retainer.max_payload_size': bytesize('1MB', 'broker_retainer'),

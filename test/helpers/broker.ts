@@ -3,7 +3,7 @@
 // on 127.0.0.1 free ports and keeps its data in a fresh temporary folder.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -37,19 +37,44 @@ export interface TestBroker {
   stop: () => Promise<void>
 }
 
+export interface StartOptions {
+  /**
+   * Plugins to load at boot, in chain order, each with its settings: written to
+   * <dataDir>/etc/<name>.conf and <dataDir>/loaded_plugins.
+   */
+  plugins?: Record<string, Record<string, string | number>>
+  /** extra folders holding broker_* plugins (test fixtures) */
+  pluginDirs?: string[]
+}
+
+export const FIXTURE_PLUGINS = join(INSTALL_ROOT, 'test', 'fixtures', 'plugins')
+
+/** Writes plugin settings files and data/loaded_plugins for a node about to start. */
+export async function writePluginFiles (dataDir: string, plugins: Record<string, Record<string, string | number>>): Promise<string> {
+  const etcDir = join(dataDir, 'etc')
+  await mkdir(etcDir, { recursive: true })
+  for (const [name, settings] of Object.entries(plugins)) {
+    await writeFile(join(etcDir, `${name}.conf`), Object.entries(settings).map(([k, v]) => `${k} = ${v}\n`).join(''))
+  }
+  await writeFile(join(dataDir, 'loaded_plugins'), Object.keys(plugins).map((name) => `${name}.\n`).join(''))
+  return etcDir
+}
+
 /**
  * An in-process node. `listeners` names the listeners to open (the others are
  * off); `settings` are extra `key=value` overrides.
  */
-export async function startBroker (settings: Record<string, string | number> = {}, listeners: ListenerKind[] = ['tcp'], dataDir?: string): Promise<TestBroker> {
+export async function startBroker (settings: Record<string, string | number> = {}, listeners: ListenerKind[] = ['tcp'], dataDir?: string, options: StartOptions = {}): Promise<TestBroker> {
   const dir = dataDir ?? await tempDir()
+  const etcDir = await writePluginFiles(dir, options.plugins ?? {})
   const sets = [
     `node.data_dir=${dir}`,
+    `plugins.etc_dir=${etcDir}`,
     ...KINDS.map((kind) => `listener.${kind}.external=${listeners.includes(kind) ? '127.0.0.1:0' : 'off'}`),
     ...Object.entries(settings).map(([k, v]) => `${k}=${v}`)
   ]
   const config = new Config(setsToLines(sets))
-  const node = await BrokerNode.start({ config, logger: createLogger('error', false), root: INSTALL_ROOT })
+  const node = await BrokerNode.start({ config, logger: createLogger('error', false), root: INSTALL_ROOT, pluginDirs: options.pluginDirs })
   return {
     node,
     dataDir: dir,

@@ -1,0 +1,102 @@
+// The ACL chain (SPEC §5.3): a superuser passes; otherwise a cached answer,
+// else the plugins' `client.check_acl` handlers in chain order, then the rules
+// of mqtt.acl_file, then mqtt.acl_nomatch. The answer is cached per client
+// when mqtt.cache_acl is on (bounded by mqtt.acl_cache_max_size, trusted for
+// mqtt.acl_cache_ttl). With no plugin handler and a cached or file answer the
+// check is synchronous: no promise on the publish path.
+import { isAbsolute, resolve } from 'node:path'
+import type { Config } from '../config/store.js'
+import type { HookRegistry } from '../hooks/registry.js'
+import type { AclAccess } from '../hooks/types.js'
+import type { Logger } from '../log.js'
+import { loadAclFile } from './acl-file.js'
+import { checkAcl, type AclRule } from './acl-match.js'
+import type { ClientState } from './client-state.js'
+
+/** `$share/<group>/<filter>` and `$queue/<filter>` are checked as `<filter>`. */
+export function unsharedFilter (filter: string): string {
+  if (filter.startsWith('$queue/')) return filter.slice(7)
+  if (filter.startsWith('$share/')) {
+    const slash = filter.indexOf('/', 7)
+    return slash < 0 ? filter : filter.slice(slash + 1)
+  }
+  return filter
+}
+
+export class AccessControl {
+  #rules: AclRule[] = []
+
+  constructor (
+    private readonly config: Config,
+    private readonly hooks: HookRegistry,
+    private readonly root: string,
+    private readonly logger: Logger
+  ) {}
+
+  get rules (): readonly AclRule[] {
+    return this.#rules
+  }
+
+  /** (Re)reads mqtt.acl_file; on error the rules in force stay and the error (naming file:line) is thrown. */
+  async reload (): Promise<number> {
+    const file = this.config.get('mqtt.acl_file')
+    this.#rules = await loadAclFile(isAbsolute(file) ? file : resolve(this.root, file))
+    this.logger.info({ file, rules: this.#rules.length }, 'ACL rules loaded')
+    return this.#rules.length
+  }
+
+  check (state: ClientState, access: AclAccess, topic: string): boolean | Promise<boolean> {
+    if (state.info.isSuperuser) return true
+    const caching = this.config.get('mqtt.cache_acl')
+    const key = (access === 'publish' ? 'p:' : 's:') + topic
+    if (caching) {
+      const hit = state.aclCache.get(key)
+      if (hit !== undefined && hit.expiresAt > Date.now()) return hit.allow
+    }
+    const checked = access === 'subscribe' ? unsharedFilter(topic) : topic
+    if (!this.hooks.has('client.check_acl')) {
+      return this.#remember(state, key, caching, this.#fromFile(state, access, checked))
+    }
+    return this.#fromChain(state, access, checked).then((allow) => this.#remember(state, key, caching, allow))
+  }
+
+  /** Forgets one topic's cached answers (both actions), or all of them. */
+  cleanCache (state: ClientState, topic?: string): void {
+    if (topic === undefined) {
+      state.aclCache.clear()
+      return
+    }
+    state.aclCache.delete('p:' + topic)
+    state.aclCache.delete('s:' + topic)
+  }
+
+  async #fromChain (state: ClientState, access: AclAccess, topic: string): Promise<boolean> {
+    for (const handler of this.hooks.handlers('client.check_acl')) {
+      let decision
+      try {
+        decision = await handler({ client: state.info, access, topic })
+      } catch (err) {
+        this.logger.error({ err, clientId: state.info.clientId, topic }, 'ACL handler failed; treated as ignore')
+        continue
+      }
+      if (decision !== 'ignore') return decision === 'allow'
+    }
+    return this.#fromFile(state, access, topic)
+  }
+
+  #fromFile (state: ClientState, access: AclAccess, topic: string): boolean {
+    const decision = checkAcl(this.#rules, state.info, access, topic)
+    return decision === 'nomatch' ? this.config.get('mqtt.acl_nomatch') === 'allow' : decision === 'allow'
+  }
+
+  #remember (state: ClientState, key: string, caching: boolean, allow: boolean): boolean {
+    if (!caching) return allow
+    const cache = state.aclCache
+    cache.delete(key)
+    cache.set(key, { allow, expiresAt: Date.now() + this.config.get('mqtt.acl_cache_ttl') })
+    if (cache.size > this.config.get('mqtt.acl_cache_max_size')) {
+      cache.delete(cache.keys().next().value as string)
+    }
+    return allow
+  }
+}

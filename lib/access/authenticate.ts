@@ -1,0 +1,90 @@
+// The connect-time checks and the auth chain (SPEC §5.2.3–5), as Aedes'
+// `authenticate` callback: client id length, banned entries, then the
+// `client.authenticate` handlers in chain order; the first allow or deny
+// decides, and when every handler ignores, mqtt.allow_anonymous does.
+import type { AuthenticateError, Client } from 'aedes'
+import type { Config } from '../config/store.js'
+import type { HookRegistry } from '../hooks/registry.js'
+import type { AuthenticateAnswer, ClientInfo } from '../hooks/types.js'
+import { connInfo } from '../listeners/conn-info.js'
+import type { Logger } from '../log.js'
+import type { BannedList } from './banned.js'
+import { expandMountpoint, setClientState } from './client-state.js'
+
+/** MQTT 3.x CONNACK return codes and the MQTT 5 reason codes the node chooses (SPEC §7, MQTT 5 §3.2.2.2). */
+const REFUSALS = {
+  client_id_not_valid: { returnCode: 2, reasonCode: 0x85 },
+  bad_username_or_password: { returnCode: 4, reasonCode: 0x86 },
+  not_authorized: { returnCode: 5, reasonCode: 0x87 },
+  banned: { returnCode: 5, reasonCode: 0x8a }
+} as const
+type Refusal = keyof typeof REFUSALS
+
+function refusal (reason: Refusal, message: string): AuthenticateError {
+  return Object.assign(new Error(message), REFUSALS[reason]) as unknown as AuthenticateError
+}
+
+type Verdict = { allow: true, superuser: boolean, mountpoint?: string } | { allow: false, reason: Refusal, message: string }
+
+export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, logger: Logger }
+
+export function clientInfoOf (client: Client, username: string | undefined): ClientInfo {
+  const conn = connInfo(client.conn)
+  return {
+    clientId: client.id,
+    username,
+    ipAddress: conn?.ipAddress ?? 'undefined',
+    port: conn?.port ?? 0,
+    protocol: conn?.protocol ?? 'mqtt:tcp',
+    protoVer: client.version,
+    peercert: conn?.peercert ?? 'nossl',
+    mountpoint: '',
+    isSuperuser: false
+  }
+}
+
+export function createAuthenticate ({ config, hooks, banned, logger }: AuthenticateDeps) {
+  async function decide (info: ClientInfo, password: Buffer | undefined): Promise<Verdict> {
+    if (info.clientId.length > config.get('mqtt.max_clientid_len')) {
+      return { allow: false, reason: 'client_id_not_valid', message: 'client id too long' }
+    }
+    const ban = banned.match(info)
+    if (ban !== undefined) {
+      return { allow: false, reason: 'banned', message: `banned (${ban.as} ${ban.who}): ${ban.reason}` }
+    }
+    for (const handler of hooks.handlers('client.authenticate')) {
+      let answer: AuthenticateAnswer
+      try {
+        answer = await handler({ client: info, password })
+      } catch (err) {
+        logger.error({ err, clientId: info.clientId }, 'authenticate handler failed; connection refused')
+        return { allow: false, reason: 'not_authorized', message: 'authentication failed' }
+      }
+      if (answer === 'ignore') continue
+      if (answer === 'allow') return { allow: true, superuser: false }
+      if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied' }
+      if (answer.result === 'allow') return { allow: true, superuser: answer.superuser === true, mountpoint: answer.mountpoint }
+      return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied' }
+    }
+    if (config.get('mqtt.allow_anonymous')) return { allow: true, superuser: false }
+    return { allow: false, reason: 'not_authorized', message: 'no auth plugin allowed the client and anonymous access is off' }
+  }
+
+  return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {
+    const info = clientInfoOf(client, username)
+    decide(info, password).then((verdict) => {
+      if (!verdict.allow) {
+        logger.debug({ clientId: info.clientId, reason: verdict.reason }, 'connection refused')
+        done(refusal(verdict.reason, verdict.message), false)
+        return
+      }
+      info.isSuperuser = verdict.superuser
+      info.mountpoint = expandMountpoint(verdict.mountpoint ?? config.get('zone.external.mountpoint'), info)
+      setClientState(client, info)
+      done(null, true)
+    }, (err: Error) => {
+      logger.error({ err }, 'authenticate failed')
+      done(refusal('not_authorized', 'authentication failed'), false)
+    })
+  }
+}

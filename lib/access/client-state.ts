@@ -1,0 +1,30 @@
+// What the node keeps per connected client beside Aedes' own state: the
+// ClientInfo hooks see, and the client's ACL cache.
+import type { Client } from 'aedes'
+import type { ClientInfo } from '../hooks/types.js'
+
+export interface CachedAnswer { allow: boolean, expiresAt: number }
+
+export interface ClientState {
+  info: ClientInfo
+  /** `p:<topic>` / `s:<topic>` → answer; insertion order = age */
+  aclCache: Map<string, CachedAnswer>
+}
+
+const states = new WeakMap<Client, ClientState>()
+
+export function setClientState (client: Client, info: ClientInfo): ClientState {
+  const state = { info, aclCache: new Map<string, CachedAnswer>() }
+  states.set(client, state)
+  return state
+}
+
+export function clientState (client: Client): ClientState | undefined {
+  return states.get(client)
+}
+
+/** `%c` → client id, `%u` → user name (empty when none). */
+export function expandMountpoint (template: string, info: Pick<ClientInfo, 'clientId' | 'username'>): string {
+  if (template === '') return ''
+  return template.replaceAll('%c', info.clientId).replaceAll('%u', info.username ?? '')
+}

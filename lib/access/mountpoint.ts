@@ -1,0 +1,17 @@
+// Mountpoints (SPEC §2.1 `mountpoint`): a prefix put before the topics a
+// client publishes and subscribes to, and taken off what it is delivered.
+
+/** Mounts a topic filter; a shared subscription keeps its `$share/<group>/` or `$queue/` in front. */
+export function mountFilter (mountpoint: string, filter: string): string {
+  if (mountpoint === '') return filter
+  if (filter.startsWith('$queue/')) return '$queue/' + mountpoint + filter.slice(7)
+  if (filter.startsWith('$share/')) {
+    const slash = filter.indexOf('/', 7)
+    if (slash > 0) return filter.slice(0, slash + 1) + mountpoint + filter.slice(slash + 1)
+  }
+  return mountpoint + filter
+}
+
+export function unmountTopic (mountpoint: string, topic: string): string {
+  return mountpoint !== '' && topic.startsWith(mountpoint) ? topic.slice(mountpoint.length) : topic
+}

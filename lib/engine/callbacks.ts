@@ -1,0 +1,77 @@
+// Aedes' authorization callbacks, mapped onto the node's access control:
+// ACL on publish and subscribe, $SYS closed to client publishes, the
+// subscription quota, and mountpoints both ways.
+import type { AedesOptions, Client, Subscription } from 'aedes'
+import type { AccessControl } from '../access/access-control.js'
+import { clientState, type ClientState } from '../access/client-state.js'
+import { mountFilter, unmountTopic } from '../access/mountpoint.js'
+import type { Config } from '../config/store.js'
+import type { HookRegistry } from '../hooks/registry.js'
+import type { EngineClient } from './internals.js'
+import { messageInfo } from '../hooks/engine-events.js'
+
+const SYS_PREFIX = '$SYS'
+const SYS_RESERVED = new Error('$SYS topics are reserved for the broker')
+const NOT_AUTHORIZED = new Error('not authorized')
+const NOT_AUTHENTICATED = new Error('client not authenticated')
+
+export interface CallbackDeps { config: Config, access: AccessControl, hooks: HookRegistry }
+
+type Callbacks = Required<Pick<AedesOptions, 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward'>> & {
+  mapUnsubscribe: (client: Client, topic: string) => string
+}
+
+export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callbacks {
+  return {
+    authorizePublish (client, packet, done) {
+      if (client === null) return done(null)
+      if (packet.topic.startsWith(SYS_PREFIX)) return done(SYS_RESERVED)
+      const state = clientState(client)
+      if (state === undefined) return done(NOT_AUTHENTICATED)
+      const allowed = access.check(state, 'publish', packet.topic)
+      if (allowed === true) {
+        packet.topic = mountFilter(state.info.mountpoint, packet.topic)
+        return done(null)
+      }
+      if (allowed === false) return done(NOT_AUTHORIZED)
+      allowed.then((allow) => {
+        if (allow) packet.topic = mountFilter(state.info.mountpoint, packet.topic)
+        done(allow ? null : NOT_AUTHORIZED)
+      }, () => done(NOT_AUTHORIZED))
+    },
+
+    authorizeSubscribe (client, sub, done) {
+      const state = clientState(client)
+      if (state === undefined) return done(NOT_AUTHENTICATED, null)
+      if (!withinSubscriptionQuota(client as EngineClient, state, sub, config.get('zone.external.max_subscriptions'))) {
+        return done(null, null)
+      }
+      const allowed = access.check(state, 'subscribe', sub.topic)
+      const finish = (allow: boolean): void => {
+        if (allow) sub.topic = mountFilter(state.info.mountpoint, sub.topic)
+        done(null, allow ? sub : null)
+      }
+      if (typeof allowed === 'boolean') return finish(allowed)
+      allowed.then(finish, () => done(null, null))
+    },
+
+    authorizeForward (client, packet) {
+      const state = clientState(client)
+      if (state === undefined) return packet
+      const forwarded = state.info.mountpoint === '' ? packet : { ...packet, topic: unmountTopic(state.info.mountpoint, packet.topic) }
+      if (hooks.has('message.delivered')) hooks.notify('message.delivered', state.info, messageInfo(forwarded))
+      return forwarded
+    },
+
+    mapUnsubscribe (client, topic) {
+      const state = clientState(client)
+      return state === undefined ? topic : mountFilter(state.info.mountpoint, topic)
+    }
+  }
+}
+
+/** `zone.external.max_subscriptions`: 0 = unlimited; resubscribing to a filter the client has does not count. */
+function withinSubscriptionQuota (client: EngineClient, state: ClientState, sub: Subscription, max: number): boolean {
+  if (max === 0) return true
+  return mountFilter(state.info.mountpoint, sub.topic) in client.subscriptions || Object.keys(client.subscriptions).length < max
+}

@@ -1,0 +1,76 @@
+// The hook registry: handlers by hook point, ordered by priority (higher
+// first), then by their owner's place in the plugin chain (data/loaded_plugins
+// order), then by registration. The ordered lists are rebuilt only when a
+// handler is added or removed, so the hot path reads a plain array.
+import type { Logger } from '../log.js'
+import type { HookHandlers, HookName } from './types.js'
+
+interface Entry { handler: HookHandlers[HookName], priority: number, owner: string, seq: number }
+
+export class HookRegistry {
+  readonly #entries = new Map<HookName, Entry[]>()
+  readonly #ordered = new Map<HookName, Array<HookHandlers[HookName]>>()
+  #seq = 0
+
+  /** `ownerRank` gives an owner's place in the chain (lower runs first). */
+  constructor (private readonly logger: Logger, private ownerRank: (owner: string) => number = () => 0) {}
+
+  add<H extends HookName> (hook: H, handler: HookHandlers[H], owner: string, priority = 0): void {
+    const list = this.#entries.get(hook) ?? []
+    list.push({ handler: handler as HookHandlers[HookName], priority, owner, seq: this.#seq++ })
+    this.#entries.set(hook, list)
+    this.#order(hook)
+  }
+
+  /** Removes every handler `owner` added. */
+  removeOwner (owner: string): void {
+    for (const [hook, list] of this.#entries) {
+      this.#entries.set(hook, list.filter((e) => e.owner !== owner))
+      this.#order(hook)
+    }
+  }
+
+  /** Re-sorts every hook after the chain order changed. */
+  reorder (ownerRank?: (owner: string) => number): void {
+    if (ownerRank) this.ownerRank = ownerRank
+    for (const hook of this.#entries.keys()) this.#order(hook)
+  }
+
+  handlers<H extends HookName> (hook: H): ReadonlyArray<HookHandlers[H]> {
+    return (this.#ordered.get(hook) ?? []) as Array<HookHandlers[H]>
+  }
+
+  has (hook: HookName): boolean {
+    return (this.#ordered.get(hook)?.length ?? 0) > 0
+  }
+
+  owners (hook: HookName): string[] {
+    return [...(this.#entries.get(hook) ?? [])].sort((a, b) => this.#compare(a, b)).map((e) => e.owner)
+  }
+
+  /** Calls every handler of a notification hook; a handler's error is logged, never thrown. */
+  notify<H extends Exclude<HookName, 'client.authenticate' | 'client.check_acl'>> (hook: H, ...args: Parameters<HookHandlers[H]>): void {
+    const list = this.#ordered.get(hook)
+    if (list === undefined) return
+    for (const handler of list) {
+      try {
+        (handler as (...a: unknown[]) => unknown)(...args)
+      } catch (err) {
+        this.logger.error({ err, hook }, 'hook handler failed')
+      }
+    }
+  }
+
+  #order (hook: HookName): void {
+    const list = this.#entries.get(hook) ?? []
+    if (list.length === 0) {
+      this.#ordered.delete(hook)
+      return
+    }
+    this.#ordered.set(hook, [...list].sort((a, b) => this.#compare(a, b)).map((e) => e.handler))
+  }
+
+  #compare (a: Entry, b: Entry): number {
+    return (b.priority - a.priority) || (this.ownerRank(a.owner) - this.ownerRank(b.owner)) || (a.seq - b.seq)
+  }
+}

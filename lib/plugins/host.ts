@@ -1,0 +1,194 @@
+// The plugin host: finds plugins in plugins/broker_*/, loads those listed in
+// data/loaded_plugins at boot in that (chain) order, and loads or unloads
+// them at run time, rewriting that file. A plugin reaches the broker only
+// through the context it is given; everything it registered there is
+// released when it unloads, or when its load fails.
+import { readdir } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { HookRegistry } from '../hooks/registry.js'
+import type { Logger } from '../log.js'
+import type { BrokerPlugin, NodeView, PluginContext, PluginStore, PublishRequest } from './contract.js'
+import { readLoadedList, writeLoadedList } from './loaded-list.js'
+import { readPluginConfigLines, validatePluginConfig } from './plugin-config.js'
+
+/** Why a plugin operation failed; `code` follows SPEC §3 / §7 (already_started = v2 110, not_started = 111). */
+export class PluginError extends Error {
+  constructor (readonly code: 'not_found' | 'already_started' | 'not_started' | 'load_failed', message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'PluginError'
+  }
+}
+
+export interface PluginRecord { name: string, version: string, description: string, active: boolean }
+
+export interface PluginHostOptions {
+  /** folders holding broker_* plugin folders, searched in order */
+  pluginDirs: string[]
+  /** where <plugin>.conf files are */
+  etcDir: string
+  /** data/loaded_plugins */
+  loadedFile: string
+  root: string
+  hooks: HookRegistry
+  logger: Logger
+  node: NodeView
+  publish: (message: PublishRequest) => Promise<void>
+  store: (plugin: string) => PluginStore
+}
+
+const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
+
+export class PluginHost {
+  readonly #modules = new Map<string, string>()
+  readonly #plugins = new Map<string, BrokerPlugin<unknown>>()
+  readonly #active = new Set<string>()
+  /** chain order: data/loaded_plugins, then plugins loaded at run time */
+  #order: string[] = []
+
+  constructor (private readonly options: PluginHostOptions) {}
+
+  /** Finds the plugins, then loads the listed ones; a plugin that fails is reported and skipped. */
+  async boot (): Promise<void> {
+    await this.#discover()
+    this.#order = (await readLoadedList(this.options.loadedFile)) ?? []
+    this.options.hooks.reorder((owner) => this.rank(owner))
+    for (const name of [...this.#order]) {
+      try {
+        await this.#load(name)
+      } catch (err) {
+        this.options.logger.error({ plugin: name, err: (err as Error).message }, 'plugin failed to load at boot')
+      }
+    }
+  }
+
+  /** A plugin's place in the chain; the node's own handlers (not a plugin) come after every plugin. */
+  rank (owner: string): number {
+    const index = this.#order.indexOf(owner)
+    return index < 0 ? Number.MAX_SAFE_INTEGER : index
+  }
+
+  async list (): Promise<PluginRecord[]> {
+    const records: PluginRecord[] = []
+    for (const name of [...this.#modules.keys()].sort()) {
+      const plugin = await this.#module(name)
+      records.push({ name, version: plugin.version, description: plugin.description, active: this.#active.has(name) })
+    }
+    return records
+  }
+
+  isActive (name: string): boolean {
+    return this.#active.has(name)
+  }
+
+  /** Loads at run time and records it in data/loaded_plugins. */
+  async load (name: string): Promise<void> {
+    if (!this.#modules.has(name)) throw new PluginError('not_found', `plugin ${name} not found`)
+    if (this.#active.has(name)) throw new PluginError('already_started', 'already_started')
+    if (!this.#order.includes(name)) this.#order.push(name)
+    this.options.hooks.reorder()
+    try {
+      await this.#load(name)
+    } catch (err) {
+      this.#order = this.#order.filter((n) => n !== name || this.#active.has(n))
+      throw err
+    }
+    await writeLoadedList(this.options.loadedFile, this.#order)
+  }
+
+  /** Unloads at run time and removes it from data/loaded_plugins. */
+  async unload (name: string): Promise<void> {
+    if (!this.#modules.has(name)) throw new PluginError('not_found', `plugin ${name} not found`)
+    if (!this.#active.has(name)) throw new PluginError('not_started', 'not_started')
+    await this.#unload(name)
+    this.#order = this.#order.filter((n) => n !== name)
+    await writeLoadedList(this.options.loadedFile, this.#order)
+  }
+
+  /** Unload then load, re-reading its settings; keeps its place in the chain. */
+  async reload (name: string): Promise<void> {
+    if (this.#active.has(name)) await this.#unload(name)
+    await this.#load(name)
+  }
+
+  /** Unloads every active plugin (node stop); data/loaded_plugins is left as it is. */
+  async stopAll (): Promise<void> {
+    for (const name of [...this.#order].reverse()) {
+      if (this.#active.has(name)) await this.#unload(name)
+    }
+  }
+
+  /** The plugin's module (for plugins that offer an API, e.g. broker_auth_username's users). */
+  async module (name: string): Promise<BrokerPlugin<unknown> & Record<string, unknown>> {
+    return await this.#module(name) as BrokerPlugin<unknown> & Record<string, unknown>
+  }
+
+  async #discover (): Promise<void> {
+    const ext = SOURCE_RUNTIME ? 'index.ts' : 'index.js'
+    for (const dir of this.options.pluginDirs) {
+      if (!existsSync(dir)) continue
+      for (const entry of await readdir(dir, { withFileTypes: true })) {
+        const file = join(dir, entry.name, ext)
+        if (entry.isDirectory() && entry.name.startsWith('broker_') && !this.#modules.has(entry.name) && existsSync(file)) {
+          this.#modules.set(entry.name, file)
+        }
+      }
+    }
+  }
+
+  async #module (name: string): Promise<BrokerPlugin<unknown>> {
+    const cached = this.#plugins.get(name)
+    if (cached) return cached
+    const file = this.#modules.get(name)
+    if (file === undefined) throw new PluginError('not_found', `plugin ${name} not found`)
+    const plugin = ((await import(pathToFileURL(file).href)) as { default: BrokerPlugin<unknown> }).default
+    if (plugin?.name !== name || typeof plugin.load !== 'function') {
+      throw new PluginError('load_failed', `${file} does not export a plugin named ${name}`)
+    }
+    this.#plugins.set(name, plugin)
+    return plugin
+  }
+
+  async #load (name: string): Promise<void> {
+    const plugin = await this.#module(name)
+    const file = join(this.options.etcDir, `${name}.conf`)
+    const config = validatePluginConfig(plugin.schema, await readPluginConfigLines(file), file)
+    const ctx = this.#context(name, config)
+    try {
+      await plugin.load(ctx)
+    } catch (err) {
+      this.options.hooks.removeOwner(name)
+      throw new PluginError('load_failed', `plugin ${name} failed to load: ${(err as Error).message}`, { cause: err })
+    }
+    this.#active.add(name)
+    this.options.logger.info({ plugin: name }, 'plugin loaded')
+  }
+
+  async #unload (name: string): Promise<void> {
+    const plugin = await this.#module(name)
+    try {
+      await plugin.unload()
+    } catch (err) {
+      this.options.logger.error({ plugin: name, err }, 'plugin failed to unload cleanly')
+    } finally {
+      this.options.hooks.removeOwner(name)
+      this.#active.delete(name)
+    }
+    this.options.logger.info({ plugin: name }, 'plugin unloaded')
+  }
+
+  #context<C> (name: string, config: C): PluginContext<C> {
+    const { hooks, logger, node, publish, store, root } = this.options
+    return {
+      name,
+      config,
+      logger: logger.child({ plugin: name }),
+      hooks: { add: (hook, handler, priority) => hooks.add(hook, handler, name, priority) },
+      publish,
+      node,
+      store: store(name),
+      root
+    }
+  }
+}
