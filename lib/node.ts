@@ -91,8 +91,8 @@ export class BrokerNode {
       banned = new BannedList(db)
       await banned.open()
 
-      let plugins: PluginHost | undefined
-      const hooks = new HookRegistry(logger, (owner) => plugins?.rank(owner) ?? 0)
+      // the plugin host gives the registry its chain order when it boots
+      const hooks = new HookRegistry(logger)
       const access = new AccessControl(config, hooks, root, logger)
       await access.reload()
       const callbacks = createCallbacks({ config, access, hooks })
@@ -102,7 +102,7 @@ export class BrokerNode {
       mapEngineEvents(engine, hooks)
 
       const running = engine
-      plugins = new PluginHost({
+      const plugins = new PluginHost({
         pluginDirs: [join(root, import.meta.url.endsWith('.ts') ? 'plugins' : 'dist/plugins'), ...pluginDirs],
         etcDir: resolvePath(root, config.get('plugins.etc_dir')),
         loadedFile: join(dataDir, 'loaded_plugins'),
