@@ -1,7 +1,8 @@
 // Builds the Aedes engine from the node's configuration. Aedes is patched
 // (patches/aedes+2.0.0-beta.1.patch, see docs/architecture.md); the options
 // marked below exist only with the patch.
-import { Aedes, type AedesOptions } from 'aedes'
+import { Aedes, type AedesOptions, type Client } from 'aedes'
+import type { Packet } from 'mqtt-packet'
 import type { Config } from '../config/store.js'
 import type { AedesPersistence } from './store.js'
 
@@ -17,11 +18,19 @@ interface PatchedOptions {
   /** outbound messages a clean session may have waiting; 0 = no cap */
   maxQueuedMessages: number
   /** maps a client's UNSUBSCRIBE filter as its SUBSCRIBE filters were (mountpoint) */
-  mapUnsubscribe?: (client: import('aedes').Client, topic: string) => string
+  mapUnsubscribe?: (client: Client, topic: string) => string
+  /** every packet parsed from a client */
+  packetIn?: PacketObserver
+  /** every packet written to a client */
+  packetOut?: PacketObserver
+  /** a PUBACK, PUBREC, PUBREL or PUBCOMP for a packet id not in flight */
+  packetMissed?: PacketObserver
 }
 
+export type PacketObserver = (client: Client, packet: Packet) => void
+
 export type EngineCallbacks = Pick<AedesOptions, 'authenticate' | 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward'> &
-  Pick<PatchedOptions, 'mapUnsubscribe'>
+  Pick<PatchedOptions, 'mapUnsubscribe' | 'packetIn' | 'packetOut' | 'packetMissed'>
 
 export interface EngineOptions {
   config: Config
