@@ -22,6 +22,7 @@ import type { Logger } from './log.js'
 import type { NodeView, PublishRequest } from './plugins/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
+import { Observability } from './sys/observability.js'
 
 export interface NodeOptions {
   config: Config
@@ -41,6 +42,7 @@ interface Parts {
   access: AccessControl
   banned: BannedList
   plugins: PluginHost
+  observability: Observability
   db: Level<string, Buffer>
   persistence: AedesPersistence
 }
@@ -55,6 +57,7 @@ export class BrokerNode {
   readonly access: AccessControl
   readonly banned: BannedList
   readonly plugins: PluginHost
+  readonly observability: Observability
   readonly #db: Level<string, Buffer>
   readonly #persistence: AedesPersistence
   #stopping: Promise<void> | null = null
@@ -68,6 +71,7 @@ export class BrokerNode {
     this.access = parts.access
     this.banned = parts.banned
     this.plugins = parts.plugins
+    this.observability = parts.observability
     this.#db = parts.db
     this.#persistence = parts.persistence
   }
@@ -97,7 +101,8 @@ export class BrokerNode {
       await access.reload()
       const callbacks = createCallbacks({ config, access, hooks })
       const authenticate = createAuthenticate({ config, hooks, banned, logger })
-      engine = await createEngine({ config, persistence, callbacks: { ...callbacks, authenticate } })
+      const observability = new Observability(config, logger)
+      engine = await createEngine({ config, persistence, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
       logEngineEvents(engine, logger)
       mapEngineEvents(engine, hooks)
 
@@ -116,7 +121,8 @@ export class BrokerNode {
       await plugins.boot()
 
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, hooks, access, banned, plugins, db, persistence })
+      observability.attach({ engine, listeners, retainer, queues, hooks })
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, hooks, access, banned, plugins, observability, db, persistence })
       try {
         for (const listener of listeners) {
           await listener.start()
@@ -147,6 +153,7 @@ export class BrokerNode {
     await closeEngine(this.engine)
     await Promise.all(closing)
     await this.plugins.stopAll()
+    this.observability.stop()
     this.banned.close()
     if (this.#db.status === 'open') await this.#persistence.destroy()
     this.logger.info({ node: this.name }, 'broker node stopped')
