@@ -193,7 +193,10 @@ function matchLevels(levels: readonly string[], topic: string, client: AclClient
     if (pos < 0) return false;
     const slash = topic.indexOf('/', pos);
     const end = slash < 0 ? topic.length : slash;
-    if (want !== '+') {
+    if (want === '+') {
+      // a requested `#` level is wider than `+`: `a/+` does not cover `a/#`
+      if (end - pos === 1 && topic.charCodeAt(pos) === 35 /* # */) return false;
+    } else {
       if (client !== null && (want === '%u' || want === '%c')) {
         want = want === '%u' ? client.username ?? '' : client.clientId;
         if (want === '') return false;
@@ -210,10 +213,43 @@ export function topicMatches(filter: string, topic: string): boolean {
   return matchLevels(filter.split('/'), topic, null);
 }
 
-function matchTopics(topics: readonly AclTopic[], client: AclClient, topic: string): boolean {
+/**
+ * Whether a rule filter and a requested subscription filter can both match
+ * some topic (a deny rule applies to any subscription that would receive
+ * what it denies: `{deny, …, ["a/b"]}` refuses a subscription to `a/+`).
+ */
+function intersectLevels(levels: readonly string[], requested: string, client: AclClient | null): boolean {
+  const other = requested.split('/');
+  const dollarRule = levels[0].charCodeAt(0) === 36 /* $ */;
+  const dollarRequest = other[0].charCodeAt(0) === 36;
+  if ((dollarRequest && !dollarRule && (levels[0] === '#' || levels[0] === '+')) ||
+      (dollarRule && !dollarRequest && (other[0] === '#' || other[0] === '+'))) return false;
+  for (let i = 0; ; i++) {
+    let a = levels[i];
+    const b = other[i];
+    if (a === '#' || b === '#') return true;
+    if (a === undefined || b === undefined) return a === b;
+    if (client !== null && (a === '%u' || a === '%c')) {
+      a = a === '%u' ? client.username ?? '' : client.clientId;
+      if (a === '') return false;
+    }
+    if (a !== '+' && b !== '+' && a !== b) return false;
+  }
+}
+
+function matchTopics(rule: AclRule, client: AclClient, access: AclAccess, topic: string): boolean {
+  const topics = rule.topics!;
+  // subscribe: an allow rule must cover the whole requested filter, a deny rule
+  // applies as soon as the filter overlaps it; publish: plain topic matching
+  const overlap = access === 'subscribe' && rule.permission === 'deny';
   for (let i = 0; i < topics.length; i++) {
     const t = topics[i];
-    if (t.kind === 'eq' ? t.topic === topic : matchLevels(t.levels, topic, t.vars ? client : null)) return true;
+    if (t.kind === 'eq') {
+      if (t.topic === topic) return true;
+      continue;
+    }
+    const vars = t.vars ? client : null;
+    if (overlap ? intersectLevels(t.levels, topic, vars) : matchLevels(t.levels, topic, vars)) return true;
   }
   return false;
 }
@@ -221,14 +257,15 @@ function matchTopics(topics: readonly AclTopic[], client: AclClient, topic: stri
 /**
  * First rule whose subject, access and topics all match decides; otherwise
  * 'nomatch' (the caller applies mqtt.acl_nomatch). For 'subscribe', `topic`
- * is the requested filter, matched level by level literally.
+ * is the requested filter: an allow rule must cover it (`a/+` covers `a/b`
+ * and `a/+`, not `a/#`), a deny rule applies when they overlap.
  */
 export function checkAcl(rules: readonly AclRule[], client: AclClient, access: AclAccess, topic: string): AclDecision {
   for (let i = 0; i < rules.length; i++) {
     const r = rules[i];
     if (r.access !== 'pubsub' && r.access !== access) continue;
     if (!matchWho(r.who, client)) continue;
-    if (r.topics !== null && !matchTopics(r.topics, client, topic)) continue;
+    if (r.topics !== null && !matchTopics(r, client, access, topic)) continue;
     return r.permission;
   }
   return 'nomatch';

@@ -2,7 +2,7 @@
 // Each listener returns at once when no plugin handles that hook.
 import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import { clientState } from '../access/client-state.js'
-import { onMessageDropped } from '../engine/internals.js'
+import { engineClient, onMessageDropped } from '../engine/internals.js'
 import type { HookRegistry } from './registry.js'
 import type { MessageInfo } from './types.js'
 
@@ -51,7 +51,8 @@ export function mapEngineEvents (engine: Aedes, hooks: HookRegistry): void {
   })
   engine.on('publish', (packet: AedesPublishPacket, client: Client | null) => {
     if (!hooks.has('message.publish') || (client === null && packet.topic.startsWith('$SYS/'))) return
-    hooks.notify('message.publish', messageInfo(packet))
+    // Aedes emits the client's own packet, which does not carry its id
+    hooks.notify('message.publish', { ...messageInfo(packet), from: client?.id })
   })
   engine.on('ack', (packet, client: Client) => {
     const state = clientState(client)
@@ -59,7 +60,9 @@ export function mapEngineEvents (engine: Aedes, hooks: HookRegistry): void {
     if (packet?.cmd !== 'publish' || state === undefined || !hooks.has('message.acked')) return
     hooks.notify('message.acked', state.info, messageInfo(packet as AedesPublishPacket))
   })
-  onMessageDropped(engine, (packet, _client, reason) => {
-    if (hooks.has('message.dropped')) hooks.notify('message.dropped', messageInfo(packet), reason)
+  onMessageDropped(engine, (packet, client, reason) => {
+    if (!hooks.has('message.dropped')) return
+    const connected = engineClient(engine, client.id)
+    hooks.notify('message.dropped', messageInfo(packet), reason, connected === undefined ? undefined : clientState(connected)?.info)
   })
 }

@@ -43,9 +43,12 @@ const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
 export class PluginHost {
   readonly #modules = new Map<string, string>()
   readonly #plugins = new Map<string, BrokerPlugin<unknown>>()
+  readonly #namespaces = new Map<string, Record<string, unknown>>()
   readonly #active = new Set<string>()
   /** chain order: data/loaded_plugins, then plugins loaded at run time */
   #order: string[] = []
+  /** load/unload/reload run one at a time */
+  #queue: Promise<unknown> = Promise.resolve()
 
   constructor (private readonly options: PluginHostOptions) {}
 
@@ -69,11 +72,16 @@ export class PluginHost {
     return index < 0 ? Number.MAX_SAFE_INTEGER : index
   }
 
+  /** Every plugin found; one whose module cannot be imported is listed with the reason as its description. */
   async list (): Promise<PluginRecord[]> {
     const records: PluginRecord[] = []
     for (const name of [...this.#modules.keys()].sort()) {
-      const plugin = await this.#module(name)
-      records.push({ name, version: plugin.version, description: plugin.description, active: this.#active.has(name) })
+      try {
+        const plugin = await this.#module(name)
+        records.push({ name, version: plugin.version, description: plugin.description, active: this.#active.has(name) })
+      } catch (err) {
+        records.push({ name, version: 'unknown', description: `cannot be loaded: ${(err as Error).message}`, active: false })
+      }
     }
     return records
   }
@@ -84,6 +92,10 @@ export class PluginHost {
 
   /** Loads at run time and records it in data/loaded_plugins. */
   async load (name: string): Promise<void> {
+    await this.#serial(async () => await this.#loadNow(name))
+  }
+
+  async #loadNow (name: string): Promise<void> {
     if (!this.#modules.has(name)) throw new PluginError('not_found', `plugin ${name} not found`)
     if (this.#active.has(name)) throw new PluginError('already_started', 'already_started')
     if (!this.#order.includes(name)) this.#order.push(name)
@@ -99,6 +111,10 @@ export class PluginHost {
 
   /** Unloads at run time and removes it from data/loaded_plugins. */
   async unload (name: string): Promise<void> {
+    await this.#serial(async () => await this.#unloadNow(name))
+  }
+
+  async #unloadNow (name: string): Promise<void> {
     if (!this.#modules.has(name)) throw new PluginError('not_found', `plugin ${name} not found`)
     if (!this.#active.has(name)) throw new PluginError('not_started', 'not_started')
     await this.#unload(name)
@@ -106,10 +122,24 @@ export class PluginHost {
     await writeLoadedList(this.options.loadedFile, this.#order)
   }
 
-  /** Unload then load, re-reading its settings; keeps its place in the chain. */
+  /**
+   * Re-reads the settings and restarts the plugin, keeping its place in the
+   * chain. Bad settings leave the running plugin as it was. An inactive
+   * plugin is loaded (and recorded), as `load` would.
+   */
   async reload (name: string): Promise<void> {
-    if (this.#active.has(name)) await this.#unload(name)
-    await this.#load(name)
+    await this.#serial(async () => {
+      if (!this.#active.has(name)) return await this.#loadNow(name)
+      const config = await this.#config(name)
+      await this.#unload(name)
+      await this.#start(name, config)
+    })
+  }
+
+  async #serial<T> (operation: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(operation, operation)
+    this.#queue = run.catch(() => {})
+    return await run
   }
 
   /** Unloads every active plugin (node stop); data/loaded_plugins is left as it is. */
@@ -119,9 +149,10 @@ export class PluginHost {
     }
   }
 
-  /** The plugin's module (for plugins that offer an API, e.g. broker_auth_username's users). */
-  async module (name: string): Promise<BrokerPlugin<unknown> & Record<string, unknown>> {
-    return await this.#module(name) as BrokerPlugin<unknown> & Record<string, unknown>
+  /** The plugin module's exports (for plugins that offer an API, e.g. broker_auth_username's `addUser`). */
+  async module (name: string): Promise<Record<string, unknown>> {
+    await this.#module(name)
+    return this.#namespaces.get(name)!
   }
 
   async #discover (): Promise<void> {
@@ -142,18 +173,29 @@ export class PluginHost {
     if (cached) return cached
     const file = this.#modules.get(name)
     if (file === undefined) throw new PluginError('not_found', `plugin ${name} not found`)
-    const plugin = ((await import(pathToFileURL(file).href)) as { default: BrokerPlugin<unknown> }).default
+    const namespace = await import(pathToFileURL(file).href) as { default: BrokerPlugin<unknown> }
+    const plugin = namespace.default
     if (plugin?.name !== name || typeof plugin.load !== 'function') {
       throw new PluginError('load_failed', `${file} does not export a plugin named ${name}`)
     }
     this.#plugins.set(name, plugin)
+    this.#namespaces.set(name, namespace)
     return plugin
   }
 
   async #load (name: string): Promise<void> {
+    await this.#start(name, await this.#config(name))
+  }
+
+  /** Reads and validates etc/plugins/<name>.conf; an error names file and line. */
+  async #config (name: string): Promise<unknown> {
     const plugin = await this.#module(name)
     const file = join(this.options.etcDir, `${name}.conf`)
-    const config = validatePluginConfig(plugin.schema, await readPluginConfigLines(file), file)
+    return validatePluginConfig(plugin.schema, await readPluginConfigLines(file), file)
+  }
+
+  async #start (name: string, config: unknown): Promise<void> {
+    const plugin = await this.#module(name)
     const ctx = this.#context(name, config)
     try {
       await plugin.load(ctx)

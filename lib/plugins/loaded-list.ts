@@ -20,8 +20,10 @@ export async function readLoadedList (file: string): Promise<string[] | undefine
   return names
 }
 
+let writes = 0
+
 export async function writeLoadedList (file: string, names: readonly string[]): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`
+  const tmp = `${file}.${process.pid}.${++writes}.tmp`
   await writeFile(tmp, names.map((name) => `${name}.\n`).join(''))
   await rename(tmp, file)
 }

@@ -157,18 +157,35 @@ t.test('topics: wildcard filters against published topics', async (tt) => {
   tt.equal(pub('{deny, all, publish, []}.', anon, 'single'), 'nomatch', 'empty topic list matches nothing');
 });
 
-t.test('topics: subscription filters are matched literally', async (tt) => {
+t.test('topics: an allow rule must cover the requested subscription filter', async (tt) => {
   const sub = (filter: string, requested: string): string =>
-    checkAcl(rules(`{deny, all, subscribe, ["${filter}"]}.`), anon, 'subscribe', requested);
-  tt.equal(sub('#', 'a/+'), 'deny');
-  tt.equal(sub('#', '#'), 'deny');
-  tt.equal(sub('a/+', 'a/b'), 'deny');
-  tt.equal(sub('a/+', 'a/+'), 'deny', '+ matches the literal level +');
-  tt.equal(sub('a/+', 'a/#'), 'deny', 'EMQ X: + matches the literal level #');
-  tt.equal(sub('a/#', 'a/#'), 'deny');
+    checkAcl(rules(`{allow, all, subscribe, ["${filter}"]}.`), anon, 'subscribe', requested);
+  tt.equal(sub('#', 'a/+'), 'allow');
+  tt.equal(sub('#', '#'), 'allow');
+  tt.equal(sub('a/+', 'a/b'), 'allow');
+  tt.equal(sub('a/+', 'a/+'), 'allow', '+ covers the level +');
+  tt.equal(sub('a/+', 'a/#'), 'nomatch', '+ does not cover # (EMQ X let it: a hole)');
+  tt.equal(sub('+', '#'), 'nomatch');
+  tt.equal(sub('a/#', 'a/#'), 'allow');
   tt.equal(sub('a/b', 'a/+'), 'nomatch', 'a literal rule does not cover a wildcard request');
   tt.equal(sub('a/b', 'a/#'), 'nomatch');
   tt.equal(sub('a/+/c', 'a/#'), 'nomatch');
+});
+
+t.test('topics: a deny rule applies to any subscription filter that overlaps it', async (tt) => {
+  const sub = (filter: string, requested: string): string =>
+    checkAcl(rules(`{deny, all, subscribe, ["${filter}"]}.`), anon, 'subscribe', requested);
+  tt.equal(sub('#', 'a/+'), 'deny');
+  tt.equal(sub('a/+', 'a/#'), 'deny');
+  tt.equal(sub('a/b', 'a/+'), 'deny', 'a/+ would receive a/b');
+  tt.equal(sub('a/b', '#'), 'deny');
+  tt.equal(sub('a/+/c', 'a/#'), 'deny');
+  tt.equal(sub('a/+/c', 'a/b/d'), 'nomatch');
+  tt.equal(sub('a/b', 'a/b/c'), 'nomatch');
+  tt.equal(sub('a/b', 'a'), 'nomatch');
+  tt.equal(sub('$SYS/#', '#'), 'nomatch', '# does not receive $SYS topics');
+  tt.equal(sub('#', '$SYS/x'), 'nomatch', 'nor does a rule #');
+  tt.equal(sub('$SYS/#', '$SYS/+'), 'deny');
 });
 
 t.test('topics: {eq, ...} is literal equality', async (tt) => {

@@ -1,0 +1,62 @@
+// With real MQTT.js clients on a node that loads the plugin from
+// data/loaded_plugins: right password connects, wrong password is refused
+// (3.1.1 CONNACK 4, 5.0 CONNACK 0x86), an unknown client id falls through to
+// mqtt.allow_anonymous, and a run-time client id survives a node restart.
+import { rm } from 'node:fs/promises'
+import t from 'tap'
+import { startBroker, tempDir, type TestBroker } from '../../../test/helpers/broker.js'
+import { closeAll, connect } from '../../../test/helpers/mqtt.js'
+import plugin, { addClient } from '../index.js'
+
+const SETTINGS = { 'auth.client.1.clientid': 'dev-1', 'auth.client.1.password': 'dev-1-pw' }
+
+/** A node with only this plugin loaded; a given `dataDir` is kept (for restarts). */
+async function node (anonymous: boolean, dataDir?: string): Promise<TestBroker> {
+  return await startBroker({ 'mqtt.allow_anonymous': String(anonymous) }, ['tcp'], dataDir, { plugins: { [plugin.name]: SETTINGS } })
+}
+
+/** Connects; resolves 0 on success (and disconnects), else the CONNACK code. */
+async function connackCode (broker: TestBroker, clientId: string, password: string | undefined, protocolVersion: 4 | 5): Promise<number> {
+  try {
+    const client = await connect(`mqtt://127.0.0.1:${broker.port()}`, { clientId, username: 'any-user', password, protocolVersion })
+    await closeAll(client)
+    return 0
+  } catch (err) {
+    return (err as { code?: number }).code ?? -1
+  }
+}
+
+t.test('right password connects, wrong or missing is refused, unknown client id is left to allow_anonymous', async (t) => {
+  const open = await node(true)
+  t.teardown(async () => await open.stop())
+  t.ok(open.node.plugins.isActive(plugin.name), 'loaded from data/loaded_plugins')
+  t.equal(await connackCode(open, 'dev-1', 'dev-1-pw', 4), 0)
+  t.equal(await connackCode(open, 'dev-1', 'dev-1-pw', 5), 0)
+  t.equal(await connackCode(open, 'dev-1', 'wrong', 4), 4, 'MQTT 3.1.1: bad user name or password')
+  t.equal(await connackCode(open, 'dev-1', 'wrong', 5), 0x86, 'MQTT 5: bad user name or password')
+  t.equal(await connackCode(open, 'dev-1', undefined, 4), 4, 'no password')
+  t.equal(await connackCode(open, 'dev-9', 'any', 4), 0, 'unknown client id, anonymous allowed')
+  await open.stop()
+
+  const closed = await node(false)
+  t.teardown(async () => await closed.stop())
+  t.equal(await connackCode(closed, 'dev-9', 'any', 4), 5, 'unknown client id, anonymous off: not authorized')
+  t.equal(await connackCode(closed, 'dev-9', 'any', 5), 0x87)
+  t.equal(await connackCode(closed, 'dev-1', 'dev-1-pw', 5), 0)
+})
+
+t.test('a client id added at run time connects, also after a node restart', async (t) => {
+  const dir = await tempDir()
+  t.teardown(async () => await rm(dir, { recursive: true, force: true }))
+  const first = await node(false, dir)
+  t.equal((await first.node.plugins.module(plugin.name)).addClient, addClient, 'the host and the CLI share one module')
+  await addClient('dev-3', 'dev-3-pw')
+  t.equal(await connackCode(first, 'dev-3', 'dev-3-pw', 4), 0)
+  t.equal(await connackCode(first, 'dev-3', 'wrong', 4), 4)
+  await first.stop()
+
+  const second = await node(false, dir)
+  t.teardown(async () => await second.stop())
+  t.equal(await connackCode(second, 'dev-3', 'dev-3-pw', 5), 0, 'kept in the node store')
+  t.equal(await connackCode(second, 'dev-3', 'wrong', 5), 0x86)
+})

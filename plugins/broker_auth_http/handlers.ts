@@ -1,0 +1,109 @@
+// The hook handlers and how they read the HTTP answers (EMQ X 3.x):
+// - authenticate: 200 `ignore` → ignore; other 200 → allow (a JSON body's
+//   string `mountpoint` is passed on); anything else → deny (not authorized).
+//   After an allow, the superuser request: 200 → superuser.
+// - check_acl: 200 `ignore` → ignore; other 200 → allow; other status → deny;
+//   no answer → ignore.
+// Handlers never throw.
+import type { Logger } from '../../lib/log.js'
+import type { AuthenticateAnswer, Decision, HookHandlers } from '../../lib/hooks/types.js'
+import type { FailureLog } from './failures.js'
+import { fill, parseParams, type Param, type Variables } from './params.js'
+import { TransportError, type HttpAnswer, type HttpClient } from './request.js'
+import type { AuthHttpConfig, Method } from './settings.js'
+
+export interface Endpoint {
+  url: string
+  method: Method
+  params: Param[]
+}
+
+export interface Endpoints {
+  auth: Endpoint
+  superuser?: Endpoint
+  acl?: Endpoint
+}
+
+function endpoint (url: string | undefined, method: Method, params: string): Endpoint | undefined {
+  return url === undefined || url === '' ? undefined : { url, method, params: parseParams(params) }
+}
+
+export function endpointsOf (config: AuthHttpConfig): Endpoints {
+  return {
+    auth: endpoint(config['auth.http.auth_req'], config['auth.http.auth_req.method'], config['auth.http.auth_req.params'])!,
+    superuser: endpoint(config['auth.http.super_req'], config['auth.http.super_req.method'], config['auth.http.super_req.params']),
+    acl: endpoint(config['auth.http.acl_req'], config['auth.http.acl_req.method'], config['auth.http.acl_req.params'])
+  }
+}
+
+export interface Deps {
+  http: HttpClient
+  failures: FailureLog
+  logger: Logger
+}
+
+/** One call: the HTTP answer, or the TransportError (logged once per burst). Other errors are thrown. */
+async function call (deps: Deps, to: Endpoint, vars: Variables): Promise<HttpAnswer | TransportError> {
+  const params = fill(to.params, vars)
+  try {
+    const answer = await deps.http.send(to.method, to.url, params)
+    deps.failures.answered(to.url)
+    return answer
+  } catch (err) {
+    if (!(err instanceof TransportError)) throw err
+    if (!deps.http.closed) deps.failures.failed(to.url, err)
+    return err
+  }
+}
+
+/** `ignore`, allowing surrounding whitespace (a trailing newline must not turn ignore into allow). */
+function isIgnore (answer: HttpAnswer): boolean {
+  return answer.body.trim() === 'ignore'
+}
+
+function mountpointOf (body: string): string | undefined {
+  if (!body.trimStart().startsWith('{')) return undefined
+  try {
+    const parsed: unknown = JSON.parse(body)
+    const mountpoint = (parsed as { mountpoint?: unknown }).mountpoint
+    return typeof mountpoint === 'string' ? mountpoint : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export function authenticator (deps: Deps, endpoints: Endpoints): HookHandlers['client.authenticate'] {
+  return async (request): Promise<AuthenticateAnswer> => {
+    try {
+      const { client, password } = request
+      const answer = await call(deps, endpoints.auth, { client, password })
+      if (answer instanceof TransportError || answer.status !== 200) return { result: 'deny', reason: 'not_authorized' }
+      if (isIgnore(answer)) return 'ignore'
+      let superuser = false
+      if (endpoints.superuser) {
+        const su = await call(deps, endpoints.superuser, { client, password })
+        superuser = !(su instanceof TransportError) && su.status === 200
+      }
+      const mountpoint = mountpointOf(answer.body)
+      return mountpoint === undefined ? { result: 'allow', superuser } : { result: 'allow', superuser, mountpoint }
+    } catch (err) {
+      deps.logger.error({ err, clientId: request?.client?.clientId }, 'HTTP authentication failed; denied')
+      return { result: 'deny', reason: 'not_authorized' }
+    }
+  }
+}
+
+export function aclChecker (deps: Deps, acl: Endpoint): HookHandlers['client.check_acl'] {
+  return async (request): Promise<Decision> => {
+    try {
+      const { client, access, topic } = request
+      const answer = await call(deps, acl, { client, access, topic })
+      if (answer instanceof TransportError) return 'ignore'
+      if (answer.status !== 200) return 'deny'
+      return isIgnore(answer) ? 'ignore' : 'allow'
+    } catch (err) {
+      deps.logger.error({ err, clientId: request?.client?.clientId, topic: request?.topic }, 'HTTP ACL check failed; ignored')
+      return 'ignore'
+    }
+  }
+}

@@ -1,0 +1,66 @@
+// broker_auth_jwt: authentication (and optional ACL) with JSON Web Tokens
+// sent as the CONNECT password or username (SPEC §5.2 jwt row; EMQ X
+// emqx_auth_jwt). See README.md for the answers it gives.
+import { definePlugin, type AuthenticateAnswer, type AuthenticateRequest, type CheckAclRequest, type Decision, type PluginContext } from '../../lib/plugins/contract.js'
+import { aclAllows, aclFromClaims, AclTable, connectionKey, type TokenAcl } from './acl.js'
+import { expectedClaims, schema, type JwtConfig } from './config.js'
+import { failedClaim, loadKeys, verifyToken, type VerifyKey } from './verify.js'
+
+const DENY = { result: 'deny', reason: 'not_authorized' } as const
+
+/** acl claims of the clients allowed here, by connection */
+const acls = new AclTable()
+
+function authenticator (ctx: PluginContext<JwtConfig>, keys: VerifyKey[]) {
+  const expected = expectedClaims(ctx.config)
+  const fromUsername = ctx.config['auth.jwt.from'] === 'username'
+  return async ({ client, password }: AuthenticateRequest): Promise<AuthenticateAnswer> => {
+    const token = fromUsername ? client.username : password?.toString('utf8')
+    if (token === undefined || token === '') return 'ignore'
+    const verdict = await verifyToken(token, keys)
+    if (verdict.kind === 'not_jwt') return 'ignore'
+    const deny = (why: string): AuthenticateAnswer => {
+      ctx.logger.debug({ clientId: client.clientId, why }, 'JWT refused')
+      return DENY
+    }
+    if (verdict.kind === 'invalid') return deny(verdict.why)
+    const claim = failedClaim(verdict.claims, expected, client)
+    if (claim !== undefined) return deny(`claim ${claim} does not match`)
+    let acl: TokenAcl | undefined
+    try {
+      acl = aclFromClaims(verdict.claims)
+    } catch (err) {
+      return deny((err as Error).message)
+    }
+    acls.authenticated(connectionKey(client), acl)
+    return verdict.claims.is_superuser === true ? { result: 'allow', superuser: true } : { result: 'allow' }
+  }
+}
+
+function checkAcl ({ client, access, topic }: CheckAclRequest): Decision {
+  const acl = acls.get(connectionKey(client))
+  if (acl === undefined) return 'ignore'
+  return aclAllows(acl, access, topic) ? 'allow' : 'deny'
+}
+
+export default definePlugin<JwtConfig>({
+  name: 'broker_auth_jwt',
+  version: '0.1.0',
+  description: 'Authentication and ACL with JSON Web Tokens (HMAC, RSA, ECDSA)',
+  schema,
+  async load (ctx) {
+    const keys = await loadKeys(ctx.config, ctx.root)
+    const secret = ctx.config['auth.jwt.secret']
+    if (secret !== undefined && Buffer.byteLength(secret) < 32) {
+      ctx.logger.warn('auth.jwt.secret is shorter than 32 bytes; a short HMAC secret can be guessed offline from any token')
+    }
+    acls.clear()
+    ctx.hooks.add('client.authenticate', authenticator(ctx, keys))
+    ctx.hooks.add('client.check_acl', checkAcl)
+    ctx.hooks.add('client.connected', (client) => { acls.connected(connectionKey(client)) })
+    ctx.hooks.add('client.disconnected', (client) => { acls.disconnected(connectionKey(client)) })
+  },
+  unload () {
+    acls.clear()
+  }
+})

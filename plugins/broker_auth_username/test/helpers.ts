@@ -1,0 +1,24 @@
+// Test helpers for this plugin: validated settings and a context over a given store.
+import type { PluginStore } from '../../../lib/plugins/contract.js'
+import { fakeContext, memoryStore, type FakeContext } from '../../../test/helpers/plugin-context.js'
+import type { CredentialConfig } from '../../../lib/access/credentials.js'
+import plugin from '../index.js'
+
+/** Settings as the host would pass them: validated and converted by the schema (throws on an error). */
+export function settings (raw: Record<string, string>): CredentialConfig {
+  const { error, value } = plugin.schema.validate(raw)
+  if (error) throw error
+  return value
+}
+
+/** A fresh fake context; pass `store` to share one store across loads. */
+export function context (raw: Record<string, string> = {}, store: PluginStore = memoryStore()): FakeContext<CredentialConfig> {
+  return { ...fakeContext(plugin.name, settings(raw)), store }
+}
+
+export const ALICE_BOB = {
+  'auth.user.1.username': 'alice',
+  'auth.user.1.password': 'alice-pw',
+  'auth.user.2.username': 'bob',
+  'auth.user.2.password': 'bob pw #1'
+}
