@@ -80,6 +80,15 @@ export class BrokerNode {
     return this.config.get('node.name')
   }
 
+  /** Forgets a connected client's cached ACL answers for one topic, or all; false when it is not connected here. */
+  cleanAclCache (clientId: string, topic?: string): boolean {
+    const client = engineClient(this.engine, clientId)
+    const state = client === undefined ? undefined : clientState(client)
+    if (state === undefined) return false
+    this.access.cleanCache(state, topic)
+    return true
+  }
+
   static async start ({ config, logger, root, pluginDirs = [] }: NodeOptions): Promise<BrokerNode> {
     const dataDir = resolvePath(root, config.get('node.data_dir'))
     const { db, persistence } = await openStore(dataDir)
