@@ -13,14 +13,32 @@ t.test('max_connections refuses extra clients and keeps the others', async (t) =
   const url = `mqtt://127.0.0.1:${broker.port()}`
   const clients = await Promise.all([1, 2, 3].map(async (i) => await connect(url, { clientId: `mc-${i}` })))
   t.teardown(() => closeAll(...clients))
-  await t.rejects(connect(url, { clientId: 'mc-4' }), /closed before CONNACK/, 'the fourth is closed')
+  const v4 = await RawClient.open(broker.port(), 4)
+  t.teardown(() => v4.end())
+  t.equal((await v4.connect({ clientId: 'mc-4' })).returnCode, 3, 'MQTT 3.1.1: the fourth is refused, server unavailable')
+  t.ok(await v4.waitClosed(), '…and closed')
+  const v5 = await RawClient.open(broker.port(), 5)
+  t.teardown(() => v5.end())
+  t.equal((await v5.connect({ clientId: 'mc-5v5' })).reasonCode, 0x97, 'MQTT 5: quota exceeded')
   t.ok(clients.every((c) => c.connected), 'the first three stay connected')
   await clients[0].endAsync()
   await new Promise((resolve) => setTimeout(resolve, 50))
   const again = await connect(url, { clientId: 'mc-5' })
   t.ok(again.connected, 'a place freed by a disconnect can be taken')
   await again.endAsync()
-  t.equal(broker.node.listeners[0].gate.counters.refused, 1)
+  t.equal(broker.node.listeners[0].gate.counters.refused, 2)
+})
+
+t.test('over max_conn_rate with a full waiting line: MQTT 5 CONNACK 0x89 server busy', async (t) => {
+  const broker = await startBroker({ 'listener.tcp.external.max_conn_rate': 1 })
+  t.teardown(broker.stop)
+  // one token, then at most ten seconds' worth (10) wait; the twelfth is refused
+  const waiting = await Promise.all(Array.from({ length: 11 }, async () => await RawClient.open(broker.port(), 5)))
+  t.teardown(() => { for (const c of waiting) c.end() })
+  const busy = await RawClient.open(broker.port(), 5)
+  t.teardown(() => busy.end())
+  t.equal((await busy.connect({ clientId: 'busy' })).reasonCode, 0x89)
+  t.equal((await waiting[0].connect({ clientId: 'first' })).reasonCode, 0, 'the first, with the token, is accepted')
 })
 
 t.test('max_conn_rate spaces out accepts without dropping anyone', async (t) => {

@@ -7,6 +7,7 @@ import type { Config } from '../config/store.js'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { AuthenticateAnswer, ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
+import type { Refusal as ListenerRefusal } from '../listeners/gate.js'
 import type { Logger } from '../log.js'
 import type { BannedList } from './banned.js'
 import { expandMountpoint, setClientState } from './client-state.js'
@@ -16,7 +17,9 @@ const REFUSALS = {
   client_id_not_valid: { returnCode: 2, reasonCode: 0x85 },
   bad_username_or_password: { returnCode: 4, reasonCode: 0x86 },
   not_authorized: { returnCode: 5, reasonCode: 0x87 },
-  banned: { returnCode: 5, reasonCode: 0x8a }
+  banned: { returnCode: 5, reasonCode: 0x8a },
+  quota_exceeded: { returnCode: 3, reasonCode: 0x97 },
+  server_busy: { returnCode: 3, reasonCode: 0x89 }
 } as const
 type Refusal = keyof typeof REFUSALS
 
@@ -44,7 +47,10 @@ export function clientInfoOf (client: Client, username: string | undefined): Cli
 }
 
 export function createAuthenticate ({ config, hooks, banned, logger }: AuthenticateDeps) {
-  async function decide (info: ClientInfo, password: Buffer | undefined): Promise<Verdict> {
+  async function decide (info: ClientInfo, password: Buffer | undefined, refused: ListenerRefusal | undefined): Promise<Verdict> {
+    if (refused !== undefined) {
+      return { allow: false, reason: refused, message: refused === 'quota_exceeded' ? 'listener connection limit reached' : 'listener connection rate exceeded' }
+    }
     if (info.clientId.length > config.get('mqtt.max_clientid_len')) {
       return { allow: false, reason: 'client_id_not_valid', message: 'client id too long' }
     }
@@ -72,7 +78,7 @@ export function createAuthenticate ({ config, hooks, banned, logger }: Authentic
 
   return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {
     const info = clientInfoOf(client, username)
-    decide(info, password).then((verdict) => {
+    decide(info, password, connInfo(client.conn)?.refusal).then((verdict) => {
       if (!verdict.allow) {
         logger.debug({ clientId: info.clientId, reason: verdict.reason }, 'connection refused')
         done(refusal(verdict.reason, verdict.message), false)

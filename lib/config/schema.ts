@@ -62,12 +62,37 @@ export const schema = {
   'zone.external.session_expiry_interval': duration('2h'),
   'zone.external.max_subscriptions': integer(0, 0),
   'zone.external.mountpoint': string(''),
+  'zone.external.max_qos_allowed': integer(2, 0, 2),
+  'zone.external.retain_available': flag(true),
+  'zone.external.wildcard_subscription': flag(true),
+  'zone.external.subscription_identifiers': flag(true),
+  'zone.external.max_topic_alias': integer(65535, 0, 65535),
 
   'plugins.etc_dir': string('etc/plugins'),
 
   'retainer.expiry_interval': duration('0', 'broker_retainer'),
   'retainer.max_payload_size': bytesize('1MB', 'broker_retainer'),
-  'retainer.max_retained_messages': integer(0, 0, Number.MAX_SAFE_INTEGER, 'broker_retainer')
+  'retainer.max_retained_messages': integer(0, 0, Number.MAX_SAFE_INTEGER, 'broker_retainer'),
+
+  // --- observability (issue 5) ---
+  'module.presence': flag(true),
+  'module.presence.qos': integer(1, 0, 2),
+  'module.presence.format': choice(['full', 'short'] as const, 'full'),
+  'os_mon.cpu_check_interval': duration('60s'),
+  'os_mon.cpu_high_watermark': percent('80%'),
+  'os_mon.cpu_low_watermark': percent('60%'),
+  'os_mon.mem_check_interval': duration('60s'),
+  'os_mon.sysmem_high_watermark': percent('70%'),
+  'os_mon.procmem_high_watermark': percent('5%'),
+  'alarm.check_interval': duration('30s'),
+  'alarm.fd_high_watermark': percent('90%'),
+  'alarm.connections_high_watermark': percent('90%'),
+  'sysmon.long_gc': duration('100ms'),
+  'sysmon.long_schedule': duration('240ms'),
+  'sysmon.large_heap': bytesize('1GB'),
+  'sysmon.busy_port': bytesize('0'),
+  'sysmon.busy_dist_port': bytesize('1MB')
+  // --- end observability (issue 5) ---
 } as const
 
 export type Schema = typeof schema
@@ -77,3 +102,19 @@ export type SettingValue<K extends SettingKey> = Schema[K] extends Setting<infer
 export function isSettingKey (key: string): key is SettingKey {
   return Object.hasOwn(schema, key)
 }
+
+// --- observability (issue 5) ---
+/** A percentage written `80%` (or `80`, decimals allowed); the value is the number of percent. */
+function percent (def: string): Setting<number> {
+  return {
+    datatype: 'string',
+    default: def,
+    app: 'broker',
+    parse (raw) {
+      const m = /^(\d+(?:\.\d+)?)\s*%?$/.exec(raw)
+      if (!m || Number(m[1]) > 100) throw new Error(`"${raw}" is not a percentage (0%..100%)`)
+      return Number(m[1])
+    }
+  }
+}
+// --- end observability (issue 5) ---

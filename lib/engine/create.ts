@@ -25,6 +25,11 @@ interface PatchedOptions {
   packetOut?: PacketObserver
   /** a PUBACK, PUBREC, PUBREL or PUBCOMP for a packet id not in flight */
   packetMissed?: PacketObserver
+  /** MQTT 5 capabilities advertised in CONNACK and enforced */
+  maximumQoS: number
+  retainAvailable: boolean
+  wildcardSubscriptionAvailable: boolean
+  subscriptionIdentifiersAvailable: boolean
 }
 
 export type PacketObserver = (client: Client, packet: Packet) => void
@@ -50,6 +55,13 @@ export async function createEngine ({ config, persistence, callbacks, id }: Engi
     maxInflightInbound: config.get('zone.external.max_awaiting_rel'),
     maxInflight: config.get('zone.external.max_inflight'),
     maxQueuedMessages: config.get('zone.external.max_mqueue_len'),
+    topicAliasMaximum: config.get('zone.external.max_topic_alias'),
+    // the inbound window the broker enforces is the QoS 2 cap (max_awaiting_rel)
+    receiveMaximum: config.get('zone.external.max_awaiting_rel'),
+    maximumQoS: config.get('zone.external.max_qos_allowed'),
+    retainAvailable: config.get('zone.external.retain_available'),
+    wildcardSubscriptionAvailable: config.get('zone.external.wildcard_subscription'),
+    subscriptionIdentifiersAvailable: config.get('zone.external.subscription_identifiers'),
     ...callbacks
   }
   return await Aedes.createBroker(options)

@@ -24,3 +24,56 @@ export function engineClients (engine: Aedes): EngineClient[] {
 export function onMessageDropped (engine: Aedes, listener: (packet: AedesPublishPacket, client: { id: string }, reason: string) => void): void {
   (engine as unknown as NodeJS.EventEmitter).on('messageDropped', listener)
 }
+
+// --- observability (issue 5): what metrics, statistics and the system monitor read ---
+
+/** Offline sessions the engine keeps until they expire (`expiringSessions`: MQTT 5 expiry, 3.x persistent). */
+export function engineOfflineSessions (engine: Aedes): number {
+  return (engine as unknown as { expiringSessions: Map<string, unknown> }).expiringSessions.size
+}
+
+/** The byte stream under a client: the socket itself (TCP, TLS), or the socket under a WebSocket. */
+export function clientSocket (client: Client): import('node:net').Socket | undefined {
+  const conn = client.conn as unknown as { bytesRead?: number }
+  if (typeof conn.bytesRead === 'number') return conn as import('node:net').Socket
+  return client.req?.socket
+}
+
+/** The persistence object Aedes was given (after the node's own wrappers), to wrap its methods. */
+export function enginePersistence<P extends object> (engine: Aedes): P {
+  return (engine as unknown as { persistence: P }).persistence
+}
+
+interface MqEmitterInternals {
+  _do: (message: AedesPublishPacket, callback: unknown) => unknown
+  _matcher: { match: (topic: string) => unknown[] }
+}
+
+/**
+ * Calls `onUnrouted(packet)` for every message the engine's router
+ * (mqemitter) has no listener for — no connected subscriber. Wraps
+ * mqemitter's `_do` and its qlobber `match`: the match result is looked at
+ * where it is made, so the cost is two calls and no allocation. Returns undo.
+ */
+export function observeUnrouted (engine: Aedes, onUnrouted: (packet: AedesPublishPacket) => void): () => void {
+  const mq = (engine as unknown as { mq: MqEmitterInternals }).mq
+  const matcher = mq._matcher
+  const match = matcher.match
+  const emit = mq._do
+  let current: AedesPublishPacket | null = null
+  matcher.match = function observedMatch (this: unknown, topic: string) {
+    const found = match.call(this, topic)
+    const packet = current
+    current = null
+    if (found.length === 0 && packet !== null) onUnrouted(packet)
+    return found
+  }
+  mq._do = function observedDo (this: unknown, message: AedesPublishPacket, callback: unknown) {
+    current = message
+    return emit.call(this, message, callback)
+  }
+  return () => {
+    matcher.match = match
+    mq._do = emit
+  }
+}

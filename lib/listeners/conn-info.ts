@@ -10,6 +10,8 @@ export interface ConnInfo {
   port: number
   /** subject of the client certificate; `nossl` without TLS, `undefined` with TLS but no certificate */
   peercert: string
+  /** set when the listener could not admit the connection: its CONNECT is answered with this refusal */
+  refusal?: import('./gate.js').Refusal
 }
 
 const infos = new WeakMap<object, ConnInfo>()

@@ -1,12 +1,19 @@
 // Admission control for one listener: at most `maxConnections` open sockets,
 // and new connections accepted at no more than `maxConnRate` per second (a
 // token bucket holding one second's worth). A socket over the rate waits
-// (unread: its bytes stay in the kernel buffer) until a token frees up — those already connected are never touched.
-// A socket over the connection limit is closed at once.
+// (unread: its bytes stay in the kernel buffer) until a token frees up; those
+// already connected are never touched. A socket that cannot be admitted is
+// refused: it is handed on briefly so its CONNECT gets a CONNACK saying why
+// (MQTT 5: 0x97 quota exceeded, 0x89 server busy; 3.x: 3 server unavailable),
+// at most REFUSING_AT_ONCE at a time, each for at most REFUSAL_GRACE_MS.
 import type { Socket } from 'node:net'
 
 /** Sockets waiting for a token beyond this many seconds' worth are refused. */
 const MAX_WAIT_SECONDS = 10
+const REFUSING_AT_ONCE = 64
+const REFUSAL_GRACE_MS = 2000
+
+export type Refusal = 'quota_exceeded' | 'server_busy'
 
 export interface GateCounters { current: number, refused: number, closed: number }
 
@@ -14,6 +21,7 @@ export class ConnectionGate {
   readonly counters: GateCounters = { current: 0, refused: 0, closed: 0 }
   #tokens: number
   #refilledAt = Date.now()
+  #refusing = 0
   readonly #waiting: Array<{ socket: Socket, admit: () => void }> = []
   #timer: NodeJS.Timeout | null = null
 
@@ -21,11 +29,13 @@ export class ConnectionGate {
     this.#tokens = maxConnRate
   }
 
-  /** Calls `admit` now, later (rate), or never (limit reached: the socket is closed). */
-  admit (socket: Socket, admit: () => void): void {
+  /**
+   * Calls `admit` now or later (rate), or `refuse` with the reason; a refused
+   * socket is closed after a short grace whatever happens to it.
+   */
+  admit (socket: Socket, admit: () => void, refuse: (reason: Refusal) => void): void {
     if (this.counters.current >= this.maxConnections) {
-      this.counters.refused++
-      socket.destroy()
+      this.#refuse(socket, refuse, 'quota_exceeded')
       return
     }
     this.counters.current++
@@ -38,8 +48,7 @@ export class ConnectionGate {
       return
     }
     if (this.#waiting.length >= this.maxConnRate * MAX_WAIT_SECONDS) {
-      this.counters.refused++
-      socket.destroy()
+      this.#refuse(socket, refuse, 'server_busy')
       return
     }
     this.#waiting.push({ socket, admit })
@@ -50,6 +59,21 @@ export class ConnectionGate {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null
     for (const { socket } of this.#waiting.splice(0)) socket.destroy()
+  }
+
+  #refuse (socket: Socket, refuse: (reason: Refusal) => void, reason: Refusal): void {
+    this.counters.refused++
+    if (this.#refusing >= REFUSING_AT_ONCE) {
+      socket.destroy()
+      return
+    }
+    this.#refusing++
+    const timer = setTimeout(() => socket.destroy(), REFUSAL_GRACE_MS)
+    socket.once('close', () => {
+      this.#refusing--
+      clearTimeout(timer)
+    })
+    refuse(reason)
   }
 
   #take (): boolean {

@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls'
 import type { ListenAddress } from '../config/types.js'
 import { setConnInfo, plainAddress } from './conn-info.js'
-import { ConnectionGate } from './gate.js'
+import { ConnectionGate, type Refusal } from './gate.js'
 import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
 
 export interface SocketListenerOptions {
@@ -40,16 +40,18 @@ export class SocketListener implements Listener {
     this.gate = new ConnectionGate(options.maxConnections, options.maxConnRate)
     const onSocket = (socket: Socket): void => {
       socket.setNoDelay(true)
-      this.gate.admit(socket, () => {
+      const hand = (refusal?: Refusal): void => {
         setConnInfo(socket, {
           protocol: this.protocol,
           zone: 'external',
           ipAddress: plainAddress(socket.remoteAddress),
           port: socket.remotePort ?? 0,
-          peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl'
+          peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl',
+          refusal
         })
         options.handle(socket)
-      })
+      }
+      this.gate.admit(socket, hand, hand)
     }
     this.#server = secure
       ? createTlsServer(options.tls!).on('secureConnection', onSocket).on('tlsClientError', (_err, socket) => socket.destroy())

@@ -7,7 +7,7 @@ import type { TLSSocket, TlsOptions } from 'node:tls'
 import { WebSocketServer, createWebSocketStream } from 'ws'
 import type { ListenAddress } from '../config/types.js'
 import { setConnInfo, plainAddress } from './conn-info.js'
-import { ConnectionGate } from './gate.js'
+import { ConnectionGate, type Refusal } from './gate.js'
 import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
 import { peerCertSubject } from './tcp.js'
 
@@ -59,7 +59,7 @@ export class WsListener implements Listener {
         return
       }
       socket.on('error', () => socket.destroy())
-      this.gate.admit(socket, () => {
+      const hand = (refusal?: Refusal): void => {
         this.#wss.handleUpgrade(req, socket, head, (ws) => {
           const stream = createWebSocketStream(ws)
           stream.on('error', () => stream.destroy())
@@ -68,11 +68,13 @@ export class WsListener implements Listener {
             zone: 'external',
             ipAddress: plainAddress(socket.remoteAddress),
             port: socket.remotePort ?? 0,
-            peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl'
+            peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl',
+            refusal
           })
           options.handle(stream, req)
         })
-      })
+      }
+      this.gate.admit(socket, hand, hand)
     })
   }
 
