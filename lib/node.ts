@@ -14,6 +14,7 @@ import { createEngine } from './engine/create.js'
 import { engineClient } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
+import { SharedSubscriptions } from './engine/shared-subscriptions.js'
 import { openStore, type AedesPersistence } from './engine/store.js'
 import { mapEngineEvents } from './hooks/engine-events.js'
 import { HookRegistry } from './hooks/registry.js'
@@ -38,6 +39,7 @@ interface Parts {
   listeners: Listener[]
   retainer: Retainer
   queues: SessionQueues
+  shared: SharedSubscriptions
   hooks: HookRegistry
   access: AccessControl
   banned: BannedList
@@ -53,6 +55,7 @@ export class BrokerNode {
   readonly listeners: Listener[]
   readonly retainer: Retainer
   readonly queues: SessionQueues
+  readonly shared: SharedSubscriptions
   readonly hooks: HookRegistry
   readonly access: AccessControl
   readonly banned: BannedList
@@ -67,6 +70,7 @@ export class BrokerNode {
     this.listeners = parts.listeners
     this.retainer = parts.retainer
     this.queues = parts.queues
+    this.shared = parts.shared
     this.hooks = parts.hooks
     this.access = parts.access
     this.banned = parts.banned
@@ -111,7 +115,8 @@ export class BrokerNode {
       const callbacks = createCallbacks({ config, access, hooks })
       const authenticate = createAuthenticate({ config, hooks, banned, logger })
       const observability = new Observability(config, logger)
-      engine = await createEngine({ config, persistence, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
+      const shared = new SharedSubscriptions(config)
+      engine = await createEngine({ config, persistence, shared, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
       logEngineEvents(engine, logger)
       mapEngineEvents(engine, hooks)
 
@@ -131,7 +136,7 @@ export class BrokerNode {
 
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       observability.attach({ engine, listeners, retainer, queues, hooks })
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, hooks, access, banned, plugins, observability, db, persistence })
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence })
       try {
         for (const listener of listeners) {
           await listener.start()

@@ -55,6 +55,7 @@ export const schema = {
   'mqtt.max_topic_levels': integer(0, 0, 100),
 
   'broker.sys_interval': duration('1m'),
+  'broker.shared_subscription_strategy': choice(['random', 'round_robin', 'sticky', 'hash'] as const, 'random'),
 
   'zone.external.max_inflight': integer(32, 0, 65535),
   'zone.external.max_awaiting_rel': integer(100, 0, 65535),
@@ -66,6 +67,7 @@ export const schema = {
   'zone.external.retain_available': flag(true),
   'zone.external.wildcard_subscription': flag(true),
   'zone.external.subscription_identifiers': flag(true),
+  'zone.external.shared_subscription': flag(true),
   'zone.external.max_topic_alias': integer(65535, 0, 65535),
 
   'plugins.etc_dir': string('etc/plugins'),

@@ -4,6 +4,7 @@
 import { Aedes, type AedesOptions, type Client } from 'aedes'
 import type { Packet } from 'mqtt-packet'
 import type { Config } from '../config/store.js'
+import type { SharedSubscriptions } from './shared-subscriptions.js'
 import type { AedesPersistence } from './store.js'
 
 /** Aedes clamps topic levels to 1..100; EMQ X writes 0 for "no limit". */
@@ -30,6 +31,8 @@ interface PatchedOptions {
   retainAvailable: boolean
   wildcardSubscriptionAvailable: boolean
   subscriptionIdentifiersAvailable: boolean
+  /** handles `$share/` and `$queue/` subscriptions; absent: not available */
+  sharedSubscriptions?: SharedSubscriptions
 }
 
 export type PacketObserver = (client: Client, packet: Packet) => void
@@ -41,10 +44,11 @@ export interface EngineOptions {
   config: Config
   persistence: AedesPersistence
   callbacks: EngineCallbacks
+  shared: SharedSubscriptions
   id?: string
 }
 
-export async function createEngine ({ config, persistence, callbacks, id }: EngineOptions): Promise<Aedes> {
+export async function createEngine ({ config, persistence, callbacks, shared, id }: EngineOptions): Promise<Aedes> {
   const options: AedesOptions & PatchedOptions = {
     id,
     persistence,
@@ -62,7 +66,10 @@ export async function createEngine ({ config, persistence, callbacks, id }: Engi
     retainAvailable: config.get('zone.external.retain_available'),
     wildcardSubscriptionAvailable: config.get('zone.external.wildcard_subscription'),
     subscriptionIdentifiersAvailable: config.get('zone.external.subscription_identifiers'),
+    sharedSubscriptions: config.get('zone.external.shared_subscription') ? shared : undefined,
     ...callbacks
   }
-  return await Aedes.createBroker(options)
+  const engine = await Aedes.createBroker(options)
+  shared.attach(engine)
+  return engine
 }

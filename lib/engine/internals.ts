@@ -77,3 +77,18 @@ export function observeUnrouted (engine: Aedes, onUnrouted: (packet: AedesPublis
     mq._do = emit
   }
 }
+
+interface MqEmitter {
+  on: (topic: string, listener: (packet: AedesPublishPacket, cb: () => void) => void, done?: () => void) => void
+  removeListener: (topic: string, listener: (packet: AedesPublishPacket, cb: () => void) => void, done?: () => void) => void
+}
+
+/** The engine's message router (mqemitter): shared subscription groups subscribe on it directly. */
+export function engineMq (engine: Aedes): MqEmitter {
+  return (engine as unknown as { mq: MqEmitter }).mq
+}
+
+/** A copy of a packet with a fresh broker id and counter (so duplicate checks let it through). */
+export function engineNewPacket (engine: Aedes, packet: AedesPublishPacket): AedesPublishPacket {
+  return { ...packet, brokerId: engine.id, brokerCounter: ++(engine as unknown as { counter: number }).counter, messageId: undefined } as unknown as AedesPublishPacket
+}

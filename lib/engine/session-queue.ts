@@ -12,7 +12,8 @@ const OUTGOING_PREFIX = 'outgoing:'
 
 interface Sub { clientId: string }
 interface QueuePersistence extends AedesPersistence {
-  outgoingEnqueueCombi: (subs: Sub[], packet: object) => Promise<unknown>
+  /** also called once per subscriber by outgoingEnqueueCombi */
+  outgoingEnqueue: (sub: Sub, packet: object) => Promise<unknown>
   outgoingClearMessageId: (client: { id: string }, packet: object) => Promise<unknown>
 }
 
@@ -36,9 +37,11 @@ export class SessionQueues {
       this.#add(clientId, 1)
     }
     const queue = persistence as QueuePersistence
-    const enqueue = queue.outgoingEnqueueCombi.bind(queue)
+    const enqueue = queue.outgoingEnqueue.bind(queue)
     const clear = queue.outgoingClearMessageId.bind(queue)
-    queue.outgoingEnqueueCombi = async (subs, packet) => await enqueue(this.#admit(subs, packet), packet)
+    queue.outgoingEnqueue = async (sub, packet) => {
+      if (this.#admit(sub, packet)) await enqueue(sub, packet)
+    }
     queue.outgoingClearMessageId = async (client, packet) => {
       const cleared = await clear(client, packet)
       if (cleared !== undefined) this.#add(client.id, -1)
@@ -46,19 +49,15 @@ export class SessionQueues {
     }
   }
 
-  #admit (subs: Sub[], packet: object): Sub[] {
+  #admit (sub: Sub, packet: object): boolean {
     const max = this.config.get('zone.external.max_mqueue_len')
     const limit = max === 0 ? Infinity : max + this.config.get('zone.external.max_inflight')
-    const admitted: Sub[] = []
-    for (const sub of subs) {
-      if (this.length(sub.clientId) >= limit && !this.isOnline(sub.clientId)) {
-        this.onDrop(sub.clientId, packet)
-        continue
-      }
-      this.#add(sub.clientId, 1)
-      admitted.push(sub)
+    if (this.length(sub.clientId) >= limit && !this.isOnline(sub.clientId)) {
+      this.onDrop(sub.clientId, packet)
+      return false
     }
-    return admitted
+    this.#add(sub.clientId, 1)
+    return true
   }
 
   #add (clientId: string, delta: number): void {

@@ -1,0 +1,142 @@
+// Shared subscriptions (MQTT 5 §4.8.2; EMQ X `$queue/`): `$share/<group>/<filter>`
+// and `$queue/<filter>` (a group of its own) for MQTT 5 and 3.1.1 clients.
+// Each group subscribes once to its filter; each message goes to one member,
+// chosen by broker.shared_subscription_strategy. QoS 1/2 messages a member
+// that ends its session (clean) never acknowledged are redispatched to another
+// member of the group. The Aedes patch routes `$share/`/`$queue/` subscribes
+// and unsubscribes here (`sharedSubscriptions` option).
+import { createHash } from 'node:crypto'
+import type { Aedes, AedesPublishPacket, Client } from 'aedes'
+import type { Config } from '../config/store.js'
+import { engineMq, engineNewPacket } from './internals.js'
+
+type Deliver = (packet: AedesPublishPacket, cb: () => void) => void
+interface Member { client: Client, deliver: Deliver }
+
+class Group {
+  readonly members: Member[] = []
+  next = 0
+  sticky: Member | undefined
+  constructor (readonly key: string, readonly filter: string, readonly listener: Deliver) {}
+}
+
+export function parseShared (topic: string): { group: string, filter: string } | undefined {
+  if (topic.startsWith('$queue/')) return { group: '$queue', filter: topic.slice(7) }
+  if (!topic.startsWith('$share/')) return undefined
+  const slash = topic.indexOf('/', 7)
+  return slash < 0 ? undefined : { group: topic.slice(7, slash), filter: topic.slice(slash + 1) }
+}
+
+export class SharedSubscriptions {
+  readonly #groups = new Map<string, Group>()
+  #engine: Aedes | undefined
+  /** messages published to a group with no member to take them */
+  dropped = 0
+
+  constructor (private readonly config: Config) {}
+
+  attach (engine: Aedes): void {
+    this.#engine = engine
+    ;(engine as unknown as NodeJS.EventEmitter).on('outboundAbandoned', (client: Client, packets: AedesPublishPacket[]) => this.#redispatch(client, packets))
+  }
+
+  /** shared subscriptions held (members of all groups) */
+  get count (): number {
+    let n = 0
+    for (const group of this.#groups.values()) n += group.members.length
+    return n
+  }
+
+  subscribe (topic: string, deliver: Deliver, done: (err?: Error) => void, client: Client): void {
+    const parsed = parseShared(topic)
+    if (parsed === undefined) return done(new Error(`not a shared subscription: ${topic}`))
+    const key = `${parsed.group}\u0000${parsed.filter}`
+    let group = this.#groups.get(key)
+    const fresh = group === undefined
+    if (group === undefined) {
+      const created: Group = new Group(key, parsed.filter, (packet, cb) => this.#deliver(created, packet, cb))
+      group = created
+      this.#groups.set(key, group)
+    }
+    group.members.push({ client, deliver })
+    if (fresh) engineMq(this.#engine!).on(group.filter, group.listener, () => done())
+    else done()
+  }
+
+  unsubscribe (topic: string, deliver: Deliver, done: (err?: Error) => void): void {
+    const parsed = parseShared(topic)
+    const group = parsed === undefined ? undefined : this.#groups.get(`${parsed.group}\u0000${parsed.filter}`)
+    if (group === undefined) return done()
+    const index = group.members.findIndex((m) => m.deliver === deliver)
+    if (index >= 0) {
+      const [gone] = group.members.splice(index, 1)
+      if (group.sticky === gone) group.sticky = undefined
+    }
+    if (group.members.length > 0) return done()
+    this.#groups.delete(group.key)
+    engineMq(this.#engine!).removeListener(group.filter, group.listener, () => done())
+  }
+
+  #deliver (group: Group, packet: AedesPublishPacket, cb: () => void): void {
+    // [MQTT-4.7.2-1] a filter starting with a wildcard does not receive $ topics
+    if (packet.topic.charCodeAt(0) === 36 && (group.filter.startsWith('#') || group.filter.startsWith('+'))) return cb()
+    const member = this.#pick(group, packet)
+    if (member === undefined) {
+      this.dropped++
+      return cb()
+    }
+    this.#deliverTo(member, packet, cb)
+  }
+
+  /** A persistent member's QoS 1/2 copy is queued in its session first, as Aedes does for ordinary subscriptions. */
+  #deliverTo (member: Member, packet: AedesPublishPacket, cb: () => void): void {
+    const { client } = member
+    if (packet.qos === 0 || client.clean) return member.deliver(packet, cb)
+    const persistence = (this.#engine as unknown as { persistence: { outgoingEnqueue: (sub: { clientId: string }, p: object) => Promise<void> } }).persistence
+    persistence.outgoingEnqueue({ clientId: client.id }, packet).then(() => member.deliver(packet, cb), () => member.deliver(packet, cb))
+  }
+
+  #pick (group: Group, packet: AedesPublishPacket): Member | undefined {
+    const members = group.members.filter((m) => !m.client.closed)
+    if (members.length === 0) return undefined
+    switch (this.config.get('broker.shared_subscription_strategy')) {
+      case 'round_robin':
+        return members[group.next++ % members.length]
+      case 'sticky':
+        if (group.sticky === undefined || !members.includes(group.sticky)) group.sticky = members[Math.floor(Math.random() * members.length)]
+        return group.sticky
+      case 'hash': {
+        const from = (packet as AedesPublishPacket & { clientId?: string }).clientId ?? packet.topic
+        return members[createHash('md5').update(from).digest().readUInt32BE(0) % members.length]
+      }
+      default:
+        return members[Math.floor(Math.random() * members.length)]
+    }
+  }
+
+  /** A member's session ended with QoS 1/2 messages unacknowledged: each goes to another member of a group that matches it. */
+  #redispatch (client: Client, packets: AedesPublishPacket[]): void {
+    const engine = this.#engine!
+    for (const packet of packets) {
+      if (packet.qos === 0) continue
+      for (const group of this.#groups.values()) {
+        if (!filterMatches(group.filter, packet.topic) || !group.members.some((m) => m.client !== client)) continue
+        const member = this.#pick(group, packet)
+        if (member === undefined || member.client === client) continue
+        // a fresh broker counter, so the new member's duplicate check lets it through
+        this.#deliverTo(member, engineNewPacket(engine, packet), () => {})
+        break
+      }
+    }
+  }
+}
+
+function filterMatches (filter: string, topic: string): boolean {
+  const f = filter.split('/')
+  const t = topic.split('/')
+  for (let i = 0; i < f.length; i++) {
+    if (f[i] === '#') return true
+    if (i >= t.length || (f[i] !== '+' && f[i] !== t[i])) return false
+  }
+  return f.length === t.length
+}
