@@ -6,6 +6,7 @@ import type { Aedes, Client } from 'aedes'
 import type { Level } from 'level'
 import { AccessControl } from './access/access-control.js'
 import { createAuthenticate } from './access/authenticate.js'
+import { EnhancedAuth } from './access/enhanced-auth.js'
 import { BannedList } from './access/banned.js'
 import { clientState } from './access/client-state.js'
 import type { Config } from './config/store.js'
@@ -113,10 +114,11 @@ export class BrokerNode {
       const access = new AccessControl(config, hooks, root, logger)
       await access.reload()
       const callbacks = createCallbacks({ config, access, hooks })
-      const authenticate = createAuthenticate({ config, hooks, banned, logger })
+      const enhanced = new EnhancedAuth(hooks, logger)
+      const authenticate = createAuthenticate({ config, hooks, banned, enhanced, logger })
       const observability = new Observability(config, logger)
       const shared = new SharedSubscriptions(config)
-      engine = await createEngine({ config, persistence, shared, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
+      engine = await createEngine({ config, persistence, shared, enhanced, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
       logEngineEvents(engine, logger)
       mapEngineEvents(engine, hooks)
 

@@ -10,7 +10,8 @@ import { connInfo } from '../listeners/conn-info.js'
 import type { Refusal as ListenerRefusal } from '../listeners/gate.js'
 import type { Logger } from '../log.js'
 import type { BannedList } from './banned.js'
-import { expandMountpoint, setClientState } from './client-state.js'
+import { clientInfoOf, expandMountpoint, setClientState } from './client-state.js'
+import type { EnhancedAuth } from './enhanced-auth.js'
 
 /** MQTT 3.x CONNACK return codes and the MQTT 5 reason codes the node chooses (SPEC §7, MQTT 5 §3.2.2.2). */
 const REFUSALS = {
@@ -29,25 +30,11 @@ function refusal (reason: Refusal, message: string): AuthenticateError {
 
 type Verdict = { allow: true, superuser: boolean, mountpoint?: string } | { allow: false, reason: Refusal, message: string }
 
-export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, logger: Logger }
+export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, logger: Logger }
 
-export function clientInfoOf (client: Client, username: string | undefined): ClientInfo {
-  const conn = connInfo(client.conn)
-  return {
-    clientId: client.id,
-    username,
-    ipAddress: conn?.ipAddress ?? 'undefined',
-    port: conn?.port ?? 0,
-    protocol: conn?.protocol ?? 'mqtt:tcp',
-    protoVer: client.version,
-    peercert: conn?.peercert ?? 'nossl',
-    mountpoint: '',
-    isSuperuser: false
-  }
-}
 
-export function createAuthenticate ({ config, hooks, banned, logger }: AuthenticateDeps) {
-  async function decide (info: ClientInfo, password: Buffer | undefined, refused: ListenerRefusal | undefined): Promise<Verdict> {
+export function createAuthenticate ({ config, hooks, banned, enhanced, logger }: AuthenticateDeps) {
+  async function decide (client: Client, info: ClientInfo, password: Buffer | undefined, refused: ListenerRefusal | undefined): Promise<Verdict> {
     if (refused !== undefined) {
       return { allow: false, reason: refused, message: refused === 'quota_exceeded' ? 'listener connection limit reached' : 'listener connection rate exceeded' }
     }
@@ -58,6 +45,9 @@ export function createAuthenticate ({ config, hooks, banned, logger }: Authentic
     if (ban !== undefined) {
       return { allow: false, reason: 'banned', message: `banned (${ban.as} ${ban.who}): ${ban.reason}` }
     }
+    // an MQTT 5 enhanced authentication exchange already decided
+    const exchanged = enhanced.takeVerdict(client)
+    if (exchanged !== undefined) return { allow: true, ...exchanged }
     for (const handler of hooks.handlers('client.authenticate')) {
       let answer: AuthenticateAnswer
       try {
@@ -78,7 +68,7 @@ export function createAuthenticate ({ config, hooks, banned, logger }: Authentic
 
   return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {
     const info = clientInfoOf(client, username)
-    decide(info, password, connInfo(client.conn)?.refusal).then((verdict) => {
+    decide(client, info, password, connInfo(client.conn)?.refusal).then((verdict) => {
       if (!verdict.allow) {
         logger.debug({ clientId: info.clientId, reason: verdict.reason }, 'connection refused')
         done(refusal(verdict.reason, verdict.message), false)

@@ -2,6 +2,7 @@
 // ClientInfo hooks see, and the client's ACL cache.
 import type { Client } from 'aedes'
 import type { ClientInfo } from '../hooks/types.js'
+import { connInfo } from '../listeners/conn-info.js'
 
 export interface CachedAnswer { allow: boolean, expiresAt: number }
 
@@ -27,4 +28,20 @@ export function clientState (client: Client): ClientState | undefined {
 export function expandMountpoint (template: string, info: Pick<ClientInfo, 'clientId' | 'username'>): string {
   if (template === '') return ''
   return template.replaceAll('%c', info.clientId).replaceAll('%u', info.username ?? '')
+}
+
+/** What the hooks see of a connecting client, from the engine's client and its transport. */
+export function clientInfoOf (client: Client, username: string | undefined): ClientInfo {
+  const conn = connInfo(client.conn)
+  return {
+    clientId: client.id,
+    username,
+    ipAddress: conn?.ipAddress ?? 'undefined',
+    port: conn?.port ?? 0,
+    protocol: conn?.protocol ?? 'mqtt:tcp',
+    protoVer: client.version,
+    peercert: conn?.peercert ?? 'nossl',
+    mountpoint: '',
+    isSuperuser: false
+  }
 }

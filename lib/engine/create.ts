@@ -4,6 +4,7 @@
 import { Aedes, type AedesOptions, type Client } from 'aedes'
 import type { Packet } from 'mqtt-packet'
 import type { Config } from '../config/store.js'
+import type { EnhancedAuth } from '../access/enhanced-auth.js'
 import type { SharedSubscriptions } from './shared-subscriptions.js'
 import type { AedesPersistence } from './store.js'
 
@@ -33,6 +34,8 @@ interface PatchedOptions {
   subscriptionIdentifiersAvailable: boolean
   /** handles `$share/` and `$queue/` subscriptions; absent: not available */
   sharedSubscriptions?: SharedSubscriptions
+  /** runs MQTT 5 enhanced authentication exchanges */
+  enhancedAuth?: EnhancedAuth
 }
 
 export type PacketObserver = (client: Client, packet: Packet) => void
@@ -45,10 +48,11 @@ export interface EngineOptions {
   persistence: AedesPersistence
   callbacks: EngineCallbacks
   shared: SharedSubscriptions
+  enhanced: EnhancedAuth
   id?: string
 }
 
-export async function createEngine ({ config, persistence, callbacks, shared, id }: EngineOptions): Promise<Aedes> {
+export async function createEngine ({ config, persistence, callbacks, shared, enhanced, id }: EngineOptions): Promise<Aedes> {
   const options: AedesOptions & PatchedOptions = {
     id,
     persistence,
@@ -67,6 +71,7 @@ export async function createEngine ({ config, persistence, callbacks, shared, id
     wildcardSubscriptionAvailable: config.get('zone.external.wildcard_subscription'),
     subscriptionIdentifiersAvailable: config.get('zone.external.subscription_identifiers'),
     sharedSubscriptions: config.get('zone.external.shared_subscription') ? shared : undefined,
+    enhancedAuth: enhanced,
     ...callbacks
   }
   const engine = await Aedes.createBroker(options)

@@ -3,7 +3,7 @@
 // order), then by registration. The ordered lists are rebuilt only when a
 // handler is added or removed, so the hot path reads a plain array.
 import type { Logger } from '../log.js'
-import type { HookHandlers, HookName } from './types.js'
+import type { CHAIN_HOOKS, HookHandlers, HookName } from './types.js'
 
 interface Entry { handler: HookHandlers[HookName], priority: number, owner: string, seq: number }
 
@@ -49,7 +49,7 @@ export class HookRegistry {
   }
 
   /** Calls every handler of a notification hook; a handler's error is logged, never thrown. */
-  notify<H extends Exclude<HookName, 'client.authenticate' | 'client.check_acl'>> (hook: H, ...args: Parameters<HookHandlers[H]>): void {
+  notify<H extends Exclude<HookName, typeof CHAIN_HOOKS[number]>> (hook: H, ...args: Parameters<HookHandlers[H]>): void {
     const list = this.#ordered.get(hook)
     if (list === undefined) return
     for (const handler of list) {

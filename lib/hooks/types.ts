@@ -37,6 +37,28 @@ export type AuthenticateAnswer =
   | { result: 'deny', reason?: 'bad_username_or_password' | 'not_authorized' }
   | 'allow'
 
+/**
+ * One step of an MQTT 5 enhanced authentication exchange (§4.12). Step 0
+ * comes with the CONNECT (or a re-authenticating AUTH 0x19); the handler that
+ * does not ignore it owns the exchange and gets every later step, with the
+ * `state` it returned.
+ */
+export interface EnhancedAuthRequest {
+  client: ClientInfo
+  /** the Authentication Method, e.g. `SCRAM-SHA-256` */
+  method: string
+  /** the Authentication Data of this step */
+  data?: Buffer
+  step: number
+  state?: unknown
+}
+
+export type EnhancedAuthAnswer =
+  | 'ignore'
+  | { result: 'continue', data: Buffer, state?: unknown }
+  | { result: 'allow', data?: Buffer, superuser?: boolean, mountpoint?: string }
+  | { result: 'deny', reason?: 'bad_username_or_password' | 'not_authorized' }
+
 export type AclAccess = 'publish' | 'subscribe'
 
 export interface CheckAclRequest {
@@ -58,6 +80,7 @@ export interface MessageInfo {
 export interface HookHandlers {
   'client.authenticate': (request: AuthenticateRequest) => AuthenticateAnswer | Promise<AuthenticateAnswer>
   'client.check_acl': (request: CheckAclRequest) => Decision | Promise<Decision>
+  'client.enhanced_auth': (request: EnhancedAuthRequest) => EnhancedAuthAnswer | Promise<EnhancedAuthAnswer>
   'client.connected': (client: ClientInfo) => void
   'client.disconnected': (client: ClientInfo, reason: string) => void
   'session.subscribed': (client: ClientInfo, topic: string, qos: number) => void
@@ -70,4 +93,4 @@ export interface HookHandlers {
 
 export type HookName = keyof HookHandlers
 
-export const CHAIN_HOOKS = ['client.authenticate', 'client.check_acl'] as const satisfies readonly HookName[]
+export const CHAIN_HOOKS = ['client.authenticate', 'client.check_acl', 'client.enhanced_auth'] as const satisfies readonly HookName[]

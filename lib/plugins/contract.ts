@@ -9,7 +9,7 @@ import type { HookHandlers, HookName, ClientInfo } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 
 export type { ClientInfo, HookHandlers, HookName } from '../hooks/types.js'
-export type { AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, Decision, MessageInfo } from '../hooks/types.js'
+export type { AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, Decision, EnhancedAuthAnswer, EnhancedAuthRequest, MessageInfo } from '../hooks/types.js'
 
 /** Durable key → string storage of one plugin, kept in the node's store. */
 export interface PluginStore {

@@ -1,0 +1,77 @@
+// MQTT 5 enhanced authentication (§4.12) for the Aedes patch's `enhancedAuth`
+// option: each exchange is run by the `client.enhanced_auth` handler that
+// answered its first step. A successful exchange is remembered for the
+// client, so the auth chain (lib/access/authenticate.ts) accepts it with its
+// superuser and mountpoint answer instead of asking the password plugins.
+import type { Client } from 'aedes'
+import type { HookRegistry } from '../hooks/registry.js'
+import type { EnhancedAuthAnswer, EnhancedAuthRequest, HookHandlers } from '../hooks/types.js'
+import type { Logger } from '../log.js'
+import { clientInfoOf, clientState } from './client-state.js'
+
+export interface AuthStep { result: 'continue' | 'allow' | 'deny' | 'unknown', data?: Buffer, reasonCode?: number }
+type StepCallback = (err: Error | null, step: AuthStep) => void
+interface AuthPacket { username?: string, properties?: { authenticationMethod?: string, authenticationData?: Buffer } }
+
+interface Exchange { handler: HookHandlers['client.enhanced_auth'], request: EnhancedAuthRequest }
+export interface EnhancedVerdict { superuser: boolean, mountpoint?: string }
+
+const DENY_CODES = { bad_username_or_password: 0x86, not_authorized: 0x87 } as const
+
+export class EnhancedAuth {
+  readonly #exchanges = new WeakMap<Client, Exchange>()
+  readonly #verdicts = new WeakMap<Client, EnhancedVerdict>()
+
+  constructor (private readonly hooks: HookRegistry, private readonly logger: Logger) {}
+
+  /** The outcome of a successful exchange for this client, taken once by the auth chain. */
+  takeVerdict (client: Client): EnhancedVerdict | undefined {
+    const verdict = this.#verdicts.get(client)
+    this.#verdicts.delete(client)
+    return verdict
+  }
+
+  begin (client: Client, packet: AuthPacket, cb: StepCallback): void {
+    const method = packet.properties?.authenticationMethod ?? ''
+    const info = clientState(client)?.info ?? clientInfoOf(client, packet.username)
+    const request: EnhancedAuthRequest = { client: info, method, data: packet.properties?.authenticationData, step: 0 }
+    void this.#first(client, request).then((step) => cb(null, step), (err: Error) => cb(err, { result: 'deny' }))
+  }
+
+  next (client: Client, packet: AuthPacket, cb: StepCallback): void {
+    const exchange = this.#exchanges.get(client)
+    if (exchange === undefined) return cb(null, { result: 'deny' })
+    exchange.request.step++
+    exchange.request.data = packet.properties?.authenticationData
+    void this.#run(client, exchange).then((step) => cb(null, step), (err: Error) => cb(err, { result: 'deny' }))
+  }
+
+  async #first (client: Client, request: EnhancedAuthRequest): Promise<AuthStep> {
+    for (const handler of this.hooks.handlers('client.enhanced_auth')) {
+      const exchange = { handler, request }
+      const step = await this.#run(client, exchange)
+      if (step.result !== 'unknown') return step
+    }
+    return { result: 'unknown' }
+  }
+
+  async #run (client: Client, exchange: Exchange): Promise<AuthStep> {
+    let answer: EnhancedAuthAnswer
+    try {
+      answer = await exchange.handler(exchange.request)
+    } catch (err) {
+      this.logger.error({ err, clientId: exchange.request.client.clientId }, 'enhanced auth handler failed')
+      answer = { result: 'deny', reason: 'not_authorized' }
+    }
+    if (answer === 'ignore') return { result: 'unknown' }
+    if (answer.result === 'continue') {
+      exchange.request.state = answer.state
+      this.#exchanges.set(client, exchange)
+      return { result: 'continue', data: answer.data }
+    }
+    this.#exchanges.delete(client)
+    if (answer.result === 'deny') return { result: 'deny', reasonCode: DENY_CODES[answer.reason ?? 'not_authorized'] }
+    this.#verdicts.set(client, { superuser: answer.superuser === true, mountpoint: answer.mountpoint })
+    return { result: 'allow', data: answer.data }
+  }
+}
