@@ -15,6 +15,7 @@ import { createEngine } from './engine/create.js'
 import { engineClient } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
+import { SessionTimers } from './engine/session-timers.js'
 import { SharedSubscriptions } from './engine/shared-subscriptions.js'
 import { openStore, type AedesPersistence } from './engine/store.js'
 import { mapEngineEvents } from './hooks/engine-events.js'
@@ -48,6 +49,7 @@ interface Parts {
   observability: Observability
   db: Level<string, Buffer>
   persistence: AedesPersistence
+  timers: SessionTimers
 }
 
 export class BrokerNode {
@@ -64,6 +66,7 @@ export class BrokerNode {
   readonly observability: Observability
   readonly #db: Level<string, Buffer>
   readonly #persistence: AedesPersistence
+  readonly #timers: SessionTimers
   #stopping: Promise<void> | null = null
 
   private constructor (readonly config: Config, readonly logger: Logger, parts: Parts) {
@@ -79,6 +82,7 @@ export class BrokerNode {
     this.observability = parts.observability
     this.#db = parts.db
     this.#persistence = parts.persistence
+    this.#timers = parts.timers
   }
 
   get name (): string {
@@ -99,6 +103,7 @@ export class BrokerNode {
     const { db, persistence } = await openStore(dataDir)
     let engine: Aedes | undefined
     let banned: BannedList | undefined
+    let timers: SessionTimers | undefined
     try {
       const retainer = new Retainer(config)
       await retainer.attach(persistence)
@@ -118,7 +123,9 @@ export class BrokerNode {
       const authenticate = createAuthenticate({ config, hooks, banned, enhanced, logger })
       const observability = new Observability(config, logger)
       const shared = new SharedSubscriptions(config)
-      engine = await createEngine({ config, persistence, shared, enhanced, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
+      timers = new SessionTimers(db, logger)
+      engine = await createEngine({ config, persistence, shared, enhanced, timers, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
+      await timers.restore(engine, persistence as unknown as Parameters<SessionTimers['restore']>[1], (clientId) => queues.forget(clientId))
       logEngineEvents(engine, logger)
       mapEngineEvents(engine, hooks)
 
@@ -138,7 +145,7 @@ export class BrokerNode {
 
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       observability.attach({ engine, listeners, retainer, queues, hooks })
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence })
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, timers })
       try {
         for (const listener of listeners) {
           await listener.start()
@@ -152,6 +159,7 @@ export class BrokerNode {
       return node
     } catch (err) {
       if (engine !== undefined && !engine.closed) await closeEngine(engine)
+      await timers?.stop()
       banned?.close()
       if (db.status === 'open') await persistence.destroy()
       throw err
@@ -168,6 +176,7 @@ export class BrokerNode {
     const closing = this.listeners.map(async (listener) => await listener.stop())
     await closeEngine(this.engine)
     await Promise.all(closing)
+    await this.#timers.stop()
     await this.plugins.stopAll()
     this.observability.stop()
     this.banned.close()

@@ -5,6 +5,7 @@ import { Aedes, type AedesOptions, type Client } from 'aedes'
 import type { Packet } from 'mqtt-packet'
 import type { Config } from '../config/store.js'
 import type { EnhancedAuth } from '../access/enhanced-auth.js'
+import type { SessionTimers } from './session-timers.js'
 import type { SharedSubscriptions } from './shared-subscriptions.js'
 import type { AedesPersistence } from './store.js'
 
@@ -36,6 +37,8 @@ interface PatchedOptions {
   sharedSubscriptions?: SharedSubscriptions
   /** runs MQTT 5 enhanced authentication exchanges */
   enhancedAuth?: EnhancedAuth
+  /** records session-expiry and will-delay timers */
+  timerStore?: SessionTimers
 }
 
 export type PacketObserver = (client: Client, packet: Packet) => void
@@ -49,10 +52,11 @@ export interface EngineOptions {
   callbacks: EngineCallbacks
   shared: SharedSubscriptions
   enhanced: EnhancedAuth
+  timers: SessionTimers
   id?: string
 }
 
-export async function createEngine ({ config, persistence, callbacks, shared, enhanced, id }: EngineOptions): Promise<Aedes> {
+export async function createEngine ({ config, persistence, callbacks, shared, enhanced, timers, id }: EngineOptions): Promise<Aedes> {
   const options: AedesOptions & PatchedOptions = {
     id,
     persistence,
@@ -72,6 +76,7 @@ export async function createEngine ({ config, persistence, callbacks, shared, en
     subscriptionIdentifiersAvailable: config.get('zone.external.subscription_identifiers'),
     sharedSubscriptions: config.get('zone.external.shared_subscription') ? shared : undefined,
     enhancedAuth: enhanced,
+    timerStore: timers,
     ...callbacks
   }
   const engine = await Aedes.createBroker(options)

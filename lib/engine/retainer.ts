@@ -2,7 +2,8 @@
 // retained message: payloads over `retainer.max_payload_size` and new topics
 // beyond `retainer.max_retained_messages` are published but not retained, and
 // `retainer.expiry_interval` gives each stored message an expiry time that
-// Aedes honours when it delivers retained messages.
+// Aedes honours when it delivers retained messages. `topics` holds the
+// clients' retained topics; the node's own `$SYS/` ones are not counted.
 import type { Config } from '../config/store.js'
 import type { AedesPersistence, RetainedPacket } from './store.js'
 
@@ -15,7 +16,7 @@ export class Retainer {
   /** Loads the topics already stored, then wraps `persistence.storeRetained`. */
   async attach (persistence: AedesPersistence): Promise<void> {
     for await (const packet of persistence.createRetainedStream('#') as AsyncIterable<RetainedPacket>) {
-      this.topics.add(packet.topic)
+      if (!packet.topic.startsWith('$SYS/')) this.topics.add(packet.topic)
     }
     const store = persistence.storeRetained.bind(persistence)
     persistence.storeRetained = async (packet) => {
@@ -26,6 +27,8 @@ export class Retainer {
 
   /** Returns what to store (possibly with an expiry), or undefined to keep the message unretained. */
   #admit (packet: RetainedPacket): RetainedPacket | undefined {
+    // the node's own $SYS notices are kept apart from the clients' limits
+    if (packet.topic.startsWith('$SYS/')) return packet
     if (packet.payload.length === 0) {
       this.topics.delete(packet.topic)
       return packet

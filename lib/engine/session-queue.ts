@@ -30,6 +30,11 @@ export class SessionQueues {
     return this.#lengths.get(clientId) ?? 0
   }
 
+  /** A session's queue was wiped outside Aedes (expired while the node was down). */
+  forget (clientId: string): void {
+    this.#lengths.delete(clientId)
+  }
+
   /** Counts what the store holds, then wraps the persistence's queue operations. */
   async attach (db: Level<string, Buffer>, persistence: AedesPersistence): Promise<void> {
     for await (const key of db.keys({ gte: OUTGOING_PREFIX, lt: 'outgoing;' })) {

@@ -1,0 +1,111 @@
+// Session-expiry and will-delay timers that survive a restart (MQTT 5
+// §3.1.2.11.2, §3.1.3.2.2; Aedes keeps them in memory only). The Aedes patch
+// tells this store when a timer is armed or cleared; on start the node
+// restores them: a session whose time passed while the node was down is
+// wiped, a will whose time passed is published, the others are re-armed and
+// cancelled if their client comes back first.
+import type { Aedes, AedesPublishPacket, Client } from 'aedes'
+import type { Level } from 'level'
+import type { Logger } from '../log.js'
+
+type Kind = 'session' | 'will'
+interface TimerRecord { firesAt: number, will?: Record<string, unknown> }
+interface SessionPersistence {
+  cleanSubscriptions: (client: { id: string }) => Promise<void>
+  delWill: (client: { id: string }) => Promise<unknown>
+  cleanIncoming?: (client: { id: string }) => Promise<void>
+}
+
+function openSublevel (db: Level<string, Buffer>) {
+  return db.sublevel<string, string>('timers', { valueEncoding: 'utf8' })
+}
+
+const reviveBuffers = (_key: string, value: unknown): unknown =>
+  (value !== null && typeof value === 'object' && (value as { type?: string }).type === 'Buffer' && Array.isArray((value as { data?: unknown }).data))
+    ? Buffer.from((value as { data: number[] }).data)
+    : value
+
+export class SessionTimers {
+  readonly #store: ReturnType<typeof openSublevel>
+  readonly #restored = new Map<string, NodeJS.Timeout>()
+  /** writes in flight, so a restart can wait for them */
+  #pending: Promise<unknown> = Promise.resolve()
+
+  constructor (private readonly db: Level<string, Buffer>, private readonly logger: Logger) {
+    this.#store = openSublevel(db)
+  }
+
+  armed (kind: Kind, clientId: string, firesAt: number, will?: object): void {
+    const record: TimerRecord = { firesAt, will: will === undefined ? undefined : { ...will } }
+    this.#write(this.#store.put(`${kind}:${clientId}`, JSON.stringify(record)))
+  }
+
+  cleared (kind: Kind, clientId: string): void {
+    this.#write(this.#store.del(`${kind}:${clientId}`))
+  }
+
+  /** Restores the stored timers against a freshly started engine. */
+  async restore (engine: Aedes, persistence: SessionPersistence, onSessionWiped: (clientId: string) => void): Promise<void> {
+    engine.on('client', (client: Client) => {
+      for (const kind of ['session', 'will'] as const) this.#cancel(kind, client.id)
+    })
+    const now = Date.now()
+    for await (const [key, value] of this.#store.iterator()) {
+      const kind = key.slice(0, key.indexOf(':')) as Kind
+      const clientId = key.slice(kind.length + 1)
+      const record = JSON.parse(value, reviveBuffers) as TimerRecord
+      if (kind === 'will') {
+        // the will now belongs to this timer, not to Aedes' sweep of dead brokers' wills
+        await persistence.delWill({ id: clientId })
+      }
+      const fire = kind === 'session'
+        ? async () => await this.#wipe(clientId, persistence, onSessionWiped)
+        : async () => await this.#publishWill(engine, record.will)
+      const run = (): void => {
+        this.#restored.delete(key)
+        fire().then(() => this.cleared(kind, clientId), (err: Error) => this.logger.error({ err, clientId, kind }, 'restored timer failed'))
+      }
+      if (record.firesAt <= now) run()
+      else this.#restored.set(key, setTimeout(run, record.firesAt - now).unref())
+    }
+  }
+
+  async stop (): Promise<void> {
+    for (const timer of this.#restored.values()) clearTimeout(timer)
+    this.#restored.clear()
+    await this.#pending
+  }
+
+  #cancel (kind: Kind, clientId: string): void {
+    const key = `${kind}:${clientId}`
+    const timer = this.#restored.get(key)
+    if (timer === undefined) return
+    clearTimeout(timer)
+    this.#restored.delete(key)
+    this.cleared(kind, clientId)
+  }
+
+  async #wipe (clientId: string, persistence: SessionPersistence, onSessionWiped: (clientId: string) => void): Promise<void> {
+    const client = { id: clientId }
+    await persistence.cleanSubscriptions(client)
+    await persistence.delWill(client)
+    await persistence.cleanIncoming?.(client)
+    const id = encodeURIComponent(clientId)
+    await this.db.clear({ gte: `outgoing:${id}:`, lt: `outgoing:${id};` })
+    await this.db.clear({ gte: `outgoing-id:${id}:`, lt: `outgoing-id:${id};` })
+    onSessionWiped(clientId)
+    this.logger.info({ clientId }, 'session expired while the node was down')
+  }
+
+  async #publishWill (engine: Aedes, will: Record<string, unknown> | undefined): Promise<void> {
+    if (will === undefined) return
+    await new Promise<void>((resolve, reject) => {
+      engine.publish({ ...will, cmd: 'publish', dup: false } as unknown as AedesPublishPacket, (err?: Error | null) => err ? reject(err) : resolve())
+    })
+  }
+
+  #write (operation: Promise<unknown>): void {
+    const guarded = operation.catch((err: Error) => this.logger.error({ err }, 'cannot record a session timer'))
+    this.#pending = Promise.all([this.#pending, guarded])
+  }
+}
