@@ -7,8 +7,9 @@
 import { TextDecoder } from 'node:util'
 import Joi from 'joi'
 import { hashForStorage, hashPassword, parseHashSpec, verifyPassword, verifyStored } from './password-hash.js'
-import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo, PluginStore } from '../plugins/contract.js'
+import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo, EnhancedAuthAnswer, EnhancedAuthRequest, PluginStore } from '../plugins/contract.js'
 import type { Logger } from '../log.js'
+import { ScramServer, scramFromPassword, scramFromStored, type ScramCredentials } from './scram.js'
 
 /** What tells the two plugins apart. */
 export interface CredentialKind {
@@ -92,14 +93,25 @@ export class CredentialTable {
   private constructor (
     readonly kind: CredentialKind,
     private readonly configured: ReadonlyMap<string, string>,
+    private readonly configuredScram: ReadonlyMap<string, ScramCredentials>,
     private readonly store: PluginStore,
     private readonly logger: Logger
   ) {}
 
   static async open (kind: CredentialKind, config: CredentialConfig, store: PluginStore, logger: Logger): Promise<CredentialTable> {
     const digests = new Map<string, string>()
-    for (const [id, password] of configuredCredentials(kind, config)) digests.set(id, await hashPassword(SHA256, password))
-    return new CredentialTable(kind, digests, store, logger)
+    const scram = new Map<string, ScramCredentials>()
+    for (const [id, password] of configuredCredentials(kind, config)) {
+      digests.set(id, await hashPassword(SHA256, password))
+      scram.set(id, await scramFromPassword(password))
+    }
+    return new CredentialTable(kind, digests, scram, store, logger)
+  }
+
+  /** SCRAM-SHA-256 keys of an id (a stored one's pbkdf2 hash is its SaltedPassword), or undefined. */
+  async scram (id: string): Promise<ScramCredentials | undefined> {
+    const stored = await this.store.get(id)
+    return stored !== undefined ? scramFromStored(stored) : this.configuredScram.get(id)
   }
 
   /** `unknown` if no such id; otherwise whether `password` (CONNECT bytes) matches. */
@@ -180,5 +192,28 @@ export function authenticator (table: CredentialTable): (request: AuthenticateRe
     const outcome = await table.check(id, password)
     if (outcome === 'unknown') return 'ignore'
     return outcome === 'match' ? { result: 'allow' } : DENY
+  }
+}
+
+export const SCRAM_METHOD = 'SCRAM-SHA-256'
+
+/**
+ * MQTT 5 enhanced authentication with SCRAM-SHA-256 (RFC 7677) over the
+ * table's ids: step 0 carries client-first, step 1 client-final. When the
+ * CONNECT also names a user, it must be the SCRAM user.
+ */
+export function scramAuthenticator (table: CredentialTable): (request: EnhancedAuthRequest) => Promise<EnhancedAuthAnswer> {
+  const deny: EnhancedAuthAnswer = { result: 'deny', reason: 'bad_username_or_password' }
+  return async ({ client, method, data, step, state }) => {
+    if (method !== SCRAM_METHOD) return 'ignore'
+    const message = data ?? Buffer.alloc(0)
+    if (step === 0) {
+      const server = new ScramServer(async (id) => await table.scram(id))
+      const first = await server.first(message)
+      if ('error' in first || (client.username !== undefined && client.username !== first.username)) return deny
+      return { result: 'continue', data: first.serverFirst, state: server }
+    }
+    const final = await (state as ScramServer).final(message)
+    return 'error' in final ? deny : { result: 'allow', data: final.serverFinal }
   }
 }

@@ -1,9 +1,10 @@
 // broker_auth_username: authentication by user name and password (SPEC §5.2,
 // EMQ X 3.x emqx_auth_username). Users come from etc/plugins/
 // broker_auth_username.conf and from `broker_ctl users add|update|del|list`
-// and the management API, which call the functions exported here.
+// and the management API, which call the functions exported here. MQTT 5
+// clients may also authenticate with SCRAM-SHA-256 (enhanced authentication).
 import { definePlugin } from '../../lib/plugins/contract.js'
-import { CredentialTable, authenticator, credentialSchema, type CredentialConfig, type CredentialKind } from '../../lib/access/credentials.js'
+import { CredentialTable, authenticator, credentialSchema, scramAuthenticator, type CredentialConfig, type CredentialKind } from '../../lib/access/credentials.js'
 
 export { CredentialError, type CredentialErrorCode } from '../../lib/access/credentials.js'
 
@@ -54,6 +55,8 @@ export default Object.assign(definePlugin<CredentialConfig>({
     const opened = await CredentialTable.open(KIND, ctx.config, ctx.store, ctx.logger)
     if (table !== undefined) throw new Error(`plugin ${KIND.plugin} is already loaded`)
     ctx.hooks.add('client.authenticate', authenticator(opened))
+    // MQTT 5 enhanced authentication: SCRAM-SHA-256 over the same users
+    ctx.hooks.add('client.enhanced_auth', scramAuthenticator(opened))
     table = opened
   },
   unload () {

@@ -49,11 +49,12 @@ export class RawClient {
     return await this.next('connack') as mqttPacket.IConnackPacket
   }
 
-  /** Resolves with the next received packet of that type (earlier ones of other types stay queued). */
-  async next (cmd: Packet['cmd'], timeoutMs = 5000): Promise<Packet> {
+  /** Resolves with the next received packet of that type, or of one of those types (others stay queued). */
+  async next (cmd: Packet['cmd'] | Array<Packet['cmd']>, timeoutMs = 5000): Promise<Packet> {
     const deadline = Date.now() + timeoutMs
+    const wanted = Array.isArray(cmd) ? cmd : [cmd]
     for (;;) {
-      const index = this.packets.findIndex((p) => p.cmd === cmd)
+      const index = this.packets.findIndex((p) => wanted.includes(p.cmd))
       if (index >= 0) return this.packets.splice(index, 1)[0]
       if (this.closed) throw new Error(`connection closed while waiting for ${cmd}`)
       const left = deadline - Date.now()
