@@ -60,7 +60,7 @@ t.test('load, unload, load: one handler per load, and the API follows the loaded
   await t.rejects(listUsers(), { message: 'plugin broker_auth_username is not loaded' })
   const first = context(ALICE_BOB)
   await plugin.load(first)
-  t.same([...first.added.keys()], ['client.authenticate'])
+  t.same([...first.added.keys()], ['client.authenticate', 'client.enhanced_auth'], 'password and SCRAM authentication')
   t.equal(first.added.get('client.authenticate')?.length, 1)
   await t.rejects(async () => { await plugin.load(context()) }, { message: 'plugin broker_auth_username is already loaded' })
   t.same(await listUsers(), ['alice', 'bob'])
