@@ -2,7 +2,7 @@
 // CONNECT (continue 0x18), re-authentication (0x19), an unknown method, and a
 // failed exchange — with a fixture plugin's challenge method.
 import t from 'tap'
-import type { IAuthPacket, IDisconnectPacket } from 'mqtt-packet'
+import type { IAuthPacket, IConnackPacket, IDisconnectPacket } from 'mqtt-packet'
 import { FIXTURE_PLUGINS, startBroker, type TestBroker } from './helpers/broker.js'
 import { RawClient } from './helpers/raw-client.js'
 
@@ -36,7 +36,7 @@ t.test('CONNECT → AUTH 0x18 → AUTH 0x18 → CONNACK with the method and fina
   t.equal(challenge.reasonCode, 0x18, 'continue authentication')
   t.equal(challenge.properties?.authenticationData?.toString(), 'challenge')
   raw.send({ cmd: 'auth', reasonCode: 0x18, properties: method('response') })
-  const connack = await raw.next('connack')
+  const connack = await raw.next('connack') as IConnackPacket
   t.equal(connack.reasonCode, 0)
   t.equal(connack.properties?.authenticationMethod, 'FIXTURE')
   t.equal(connack.properties?.authenticationData?.toString(), 'welcome')
@@ -49,7 +49,7 @@ t.test('a wrong answer gets CONNACK 0x87', async (t) => {
   const raw = await challenged(broker, t, 'wrong')
   await raw.next('auth')
   raw.send({ cmd: 'auth', reasonCode: 0x18, properties: method('guess') })
-  t.equal((await raw.next('connack')).reasonCode, 0x87)
+  t.equal((await raw.next('connack') as IConnackPacket).reasonCode, 0x87)
   t.ok(await raw.waitClosed())
 })
 

@@ -3,7 +3,7 @@
 // one added at run time (stored as pbkdf2, never in plain text), a wrong
 // password, and a CONNECT user name that differs from the SCRAM one.
 import t from 'tap'
-import type { IAuthPacket } from 'mqtt-packet'
+import type { IAuthPacket, IConnackPacket } from 'mqtt-packet'
 import { startBroker, type TestBroker } from '../../../test/helpers/broker.js'
 import { RawClient } from '../../../test/helpers/raw-client.js'
 import { ScramClient } from '../../../test/helpers/scram-client.js'
@@ -22,10 +22,10 @@ async function scramConnect (broker: TestBroker, user: string, password: string,
       properties: { authenticationMethod: METHOD, authenticationData: scram.first() }
     })
     const challenge = await raw.next(['auth', 'connack'])
-    if (challenge.cmd === 'connack') return { code: challenge.reasonCode ?? -1, serverVerified: false }
+    if (challenge.cmd === 'connack') return { code: (challenge as IConnackPacket).reasonCode ?? -1, serverVerified: false }
     const serverFirst = (challenge as IAuthPacket).properties!.authenticationData!
     raw.send({ cmd: 'auth', reasonCode: 0x18, properties: { authenticationMethod: METHOD, authenticationData: await scram.final(serverFirst) } })
-    const connack = await raw.next('connack')
+    const connack = await raw.next('connack') as IConnackPacket
     const serverFinal = connack.properties?.authenticationData
     return { code: connack.reasonCode ?? -1, serverVerified: serverFinal !== undefined && scram.verify(serverFinal) }
   } finally {
