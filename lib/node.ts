@@ -22,9 +22,10 @@ import { mapEngineEvents } from './hooks/engine-events.js'
 import { HookRegistry } from './hooks/registry.js'
 import { createListeners, type Listener } from './listeners/index.js'
 import type { Logger } from './log.js'
-import type { NodeView, PublishRequest } from './plugins/contract.js'
+import type { PublishRequest } from './plugins/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
+import { NodeService } from './service/node-service.js'
 import { Observability } from './sys/observability.js'
 
 export interface NodeOptions {
@@ -130,6 +131,9 @@ export class BrokerNode {
       mapEngineEvents(engine, hooks)
 
       const running = engine
+      // the service is given to the plugins, and the listeners open after the plugins boot: both are read late
+      const late: { plugins?: PluginHost, listeners: Listener[] } = { listeners: [] }
+      const service = new NodeService({ config, engine, access, banned, queues, observability, plugins: () => late.plugins, listeners: () => late.listeners })
       const plugins = new PluginHost({
         pluginDirs: [join(root, import.meta.url.endsWith('.ts') ? 'plugins' : 'dist/plugins'), ...pluginDirs],
         etcDir: resolvePath(root, config.get('plugins.etc_dir')),
@@ -137,13 +141,15 @@ export class BrokerNode {
         root,
         hooks,
         logger,
-        node: nodeView(config, running),
+        node: service,
         publish: async (message) => await publish(running, message),
         store: (plugin) => pluginStore(db, plugin)
       })
+      late.plugins = plugins
       await plugins.boot()
 
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
+      late.listeners = listeners
       observability.attach({ engine, listeners, retainer, queues, hooks })
       const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, timers })
       try {
@@ -182,16 +188,6 @@ export class BrokerNode {
     this.banned.close()
     if (this.#db.status === 'open') await this.#persistence.destroy()
     this.logger.info({ node: this.name }, 'broker node stopped')
-  }
-}
-
-function nodeView (config: Config, engine: Aedes): NodeView {
-  return {
-    get name () { return config.get('node.name') },
-    client (clientId) {
-      const client = engineClient(engine, clientId)
-      return client === undefined ? undefined : clientState(client)?.info
-    }
   }
 }
 

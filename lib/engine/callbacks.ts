@@ -56,6 +56,9 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
     },
 
     authorizeForward (client, packet) {
+      // [issue 5] Aedes' own $SYS/<engine id>/… notices (heartbeat, new/clients, …) are internal:
+      // clients see only the EMQ X-style $SYS/brokers… topics (SPEC §6)
+      if (packet.topic.startsWith('$SYS/') && !packet.topic.startsWith('$SYS/brokers')) return null
       const state = clientState(client)
       if (state === undefined) return packet
       const forwarded = state.info.mountpoint === '' ? packet : { ...packet, topic: unmountTopic(state.info.mountpoint, packet.topic) }

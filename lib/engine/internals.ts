@@ -92,3 +92,39 @@ export function engineMq (engine: Aedes): MqEmitter {
 export function engineNewPacket (engine: Aedes, packet: AedesPublishPacket): AedesPublishPacket {
   return { ...packet, brokerId: engine.id, brokerCounter: ++(engine as unknown as { counter: number }).counter, messageId: undefined } as unknown as AedesPublishPacket
 }
+
+// --- the node service (issue 6): what the management API reads of a connected client ---
+
+export interface EngineClientFacts {
+  /** the keep-alive in seconds in force (the server's, when it overrode the client's); 0 when none */
+  keepalive: number
+  /** the will's topic, while the client has one */
+  willTopic: string | undefined
+  /** QoS 1/2 messages sent and not yet acknowledged (the outbound window) */
+  inflight: number
+  /** messages waiting for a free slot of the outbound window */
+  waiting: number
+  /** inbound QoS 2 messages awaiting PUBREL */
+  awaitingRel: number
+}
+
+interface ClientInternals {
+  _keepaliveInterval?: number
+  _will?: { topic?: string } | null
+  will?: { topic?: string } | null
+  _outbound?: { inflight: Map<unknown, unknown>, waiting: unknown[] }
+  _inboundInflight?: Set<unknown>
+}
+
+export function engineClientFacts (client: Client): EngineClientFacts {
+  const c = client as unknown as ClientInternals
+  const interval = c._keepaliveInterval ?? -1
+  return {
+    // Aedes keeps 1.5 × keepalive in ms, plus one (connect.js setKeepAlive)
+    keepalive: interval > 0 ? Math.round((interval - 1) / 1500) : 0,
+    willTopic: (c.will ?? c._will)?.topic ?? undefined,
+    inflight: c._outbound?.inflight.size ?? 0,
+    waiting: c._outbound?.waiting.length ?? 0,
+    awaitingRel: c._inboundInflight?.size ?? 0
+  }
+}

@@ -5,24 +5,29 @@
 // from the engine's subscribe/unsubscribe/connect/disconnect events, so
 // reading it costs nothing. SUBSCRIBE is not the per-message path; these
 // updates are cheap Set/Map operations per filter.
+import { parseShared } from '../engine/shared-subscriptions.js'
 
-const SHARED_PREFIXES = ['$share/', '$queue/']
-
+/** `$share/<group>/<filter>` and `$queue/<filter>` (EMQ X) are shared subscriptions. */
 export function isShared (filter: string): boolean {
-  return filter.startsWith(SHARED_PREFIXES[0]) || filter.startsWith(SHARED_PREFIXES[1])
+  return parseShared(filter) !== undefined
+}
+
+/** The route a subscription makes: a shared one routes its inner filter. */
+function routeOf (filter: string): string {
+  return parseShared(filter)?.filter ?? filter
 }
 
 export class RouteTable {
   /** client id → its session's filters */
   readonly #sessions = new Map<string, Set<string>>()
-  /** filter → how many sessions hold it */
+  /** route (a filter; a shared subscription's inner filter) → how many subscriptions make it */
   readonly #filters = new Map<string, number>()
   subscriptions = 0
   shared = 0
   /** sessions holding at least one subscription */
   subscribers = 0
 
-  /** Distinct topic filters with at least one subscriber on this node (= routes on one node). */
+  /** Distinct filters routed to this node (= routes on one node; EMQ X's topics and routes). */
   get topics (): number {
     return this.#filters.size
   }
@@ -38,7 +43,8 @@ export class RouteTable {
     filters.add(filter)
     this.subscriptions++
     if (isShared(filter)) this.shared++
-    this.#filters.set(filter, (this.#filters.get(filter) ?? 0) + 1)
+    const route = routeOf(filter)
+    this.#filters.set(route, (this.#filters.get(route) ?? 0) + 1)
   }
 
   remove (clientId: string, filter: string): void {
@@ -46,9 +52,10 @@ export class RouteTable {
     if (filters === undefined || !filters.delete(filter)) return
     this.subscriptions--
     if (isShared(filter)) this.shared--
-    const holders = this.#filters.get(filter)! - 1
-    if (holders === 0) this.#filters.delete(filter)
-    else this.#filters.set(filter, holders)
+    const route = routeOf(filter)
+    const holders = this.#filters.get(route)! - 1
+    if (holders === 0) this.#filters.delete(route)
+    else this.#filters.set(route, holders)
     if (filters.size === 0) {
       this.subscribers--
       this.#sessions.delete(clientId)

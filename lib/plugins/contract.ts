@@ -7,6 +7,7 @@
 import type Joi from 'joi'
 import type { HookHandlers, HookName, ClientInfo } from '../hooks/types.js'
 import type { Logger } from '../log.js'
+import type { NodeServiceView } from '../service/node-service.js'
 
 export type { ClientInfo, HookHandlers, HookName } from '../hooks/types.js'
 export type { AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, Decision, EnhancedAuthAnswer, EnhancedAuthRequest, MessageInfo } from '../hooks/types.js'
@@ -26,8 +27,11 @@ export interface PublishRequest {
   retain?: boolean
 }
 
-/** Read access to the node. */
-export interface NodeView {
+/**
+ * The node as a plugin sees it: the node service (lib/service/node-service.ts)
+ * — records in SPEC's shapes and the operations the management API offers.
+ */
+export interface NodeView extends NodeServiceView {
   readonly name: string
   /** a connected client, or undefined */
   client: (clientId: string) => ClientInfo | undefined

@@ -4,8 +4,10 @@
 // per REPEAT_MS. Thresholds are read live; 0 switches a kind off.
 // - long_gc: a garbage collection pause longer than sysmon.long_gc
 //   (perf_hooks PerformanceObserver, entry type `gc`).
-// - long_schedule: the event loop blocked longer than sysmon.long_schedule
-//   (perf_hooks.monitorEventLoopDelay: the largest delay since the last check).
+// - long_schedule: the event loop blocked longer than sysmon.long_schedule,
+//   seen by a timer drift check: a timer every DRIFT_MS that finds more than
+//   DRIFT_MS + the threshold since its previous run reports at once. (Not
+//   monitorEventLoopDelay: resetting its histogram forgets the next delay.)
 // - large_heap: JavaScript heap in use above sysmon.large_heap.
 // - busy_port: a client socket with more than sysmon.busy_port bytes waiting
 //   to be written at two checks in a row.
@@ -13,8 +15,9 @@
 //   cluster calls `reportDistPort(bytes)` with the bytes waiting on a link to
 //   another node (e.g. its socket's writableLength) whenever it writes or
 //   checks, and this reports it when above sysmon.busy_dist_port.
-// Checks run every CHECK_MS (unref'd) and on `check()`.
-import { PerformanceObserver, monitorEventLoopDelay, type IntervalHistogram, type PerformanceEntry } from 'node:perf_hooks'
+// large_heap and busy_port are checked every CHECK_MS and on `check()`;
+// long_gc and long_schedule report as they happen. Every timer is unref'd.
+import { PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks'
 import type { Config } from '../config/store.js'
 import type { Logger } from '../log.js'
 
@@ -26,6 +29,7 @@ export interface WatchedConnection { clientId: string, address: string, writable
 export type SysmonPublisher = (kind: SysmonKind, text: string) => void
 
 const CHECK_MS = 1000
+const DRIFT_MS = 50
 const REPEAT_MS = 30_000
 const GC_KINDS: Record<number, string> = { 1: 'minor', 2: 'major', 4: 'incremental', 8: 'weak callbacks' }
 
@@ -34,7 +38,8 @@ const mb = (bytes: number): string => `${Math.round(bytes / 1048576 * 10) / 10} 
 export class SysMon {
   #timer: NodeJS.Timeout | null = null
   #gc: PerformanceObserver | null = null
-  #delay: IntervalHistogram | null = null
+  #drift: NodeJS.Timeout | null = null
+  #lastTick = 0
   /** client ids over the busy_port threshold at the previous check */
   #busy = new Set<string>()
   readonly #reported = new Map<string, number>()
@@ -62,12 +67,11 @@ export class SysMon {
     this.#timer = null
     this.#gc?.disconnect()
     this.#gc = null
-    this.#delay?.disable()
-    this.#delay = null
+    if (this.#drift !== null) clearInterval(this.#drift)
+    this.#drift = null
   }
 
   check (): void {
-    this.#checkSchedule()
     this.#checkHeap()
     this.#checkPorts()
   }
@@ -89,12 +93,13 @@ export class SysMon {
       this.#gc.disconnect()
       this.#gc = null
     }
-    if (this.config.get('sysmon.long_schedule') > 0 && this.#delay === null) {
-      this.#delay = monitorEventLoopDelay({ resolution: 10 })
-      this.#delay.enable()
-    } else if (this.config.get('sysmon.long_schedule') === 0 && this.#delay !== null) {
-      this.#delay.disable()
-      this.#delay = null
+    if (this.config.get('sysmon.long_schedule') > 0 && this.#drift === null) {
+      this.#lastTick = performance.now()
+      this.#drift = setInterval(() => this.#checkSchedule(), DRIFT_MS)
+      this.#drift.unref()
+    } else if (this.config.get('sysmon.long_schedule') === 0 && this.#drift !== null) {
+      clearInterval(this.#drift)
+      this.#drift = null
     }
   }
 
@@ -103,18 +108,19 @@ export class SysMon {
     if (limit === 0) return
     for (const entry of entries) {
       if (entry.duration <= limit) continue
-      const kind = GC_KINDS[(entry.detail as { kind?: number } | undefined)?.kind ?? 0] ?? 'a'
+      const kind = GC_KINDS[(entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0] ?? 'a'
       this.#report('long_gc', 'long_gc', `${kind} garbage collection paused the broker for ${Math.round(entry.duration)} ms (over ${limit} ms)`)
     }
   }
 
   #checkSchedule (): void {
+    const now = performance.now()
+    // at least this long nothing else could run (between DRIFT_MS less than it and it)
+    const blocked = now - this.#lastTick - DRIFT_MS
+    this.#lastTick = now
     const limit = this.config.get('sysmon.long_schedule')
-    if (this.#delay === null || limit === 0) return
-    const worst = this.#delay.max / 1e6
-    this.#delay.reset()
-    if (worst > limit) {
-      this.#report('long_schedule', 'long_schedule', `the event loop was blocked for ${Math.round(worst)} ms (over ${limit} ms)`)
+    if (limit > 0 && blocked > limit) {
+      this.#report('long_schedule', 'long_schedule', `the event loop was blocked for ${Math.round(blocked)} ms (over ${limit} ms)`)
     }
   }
 

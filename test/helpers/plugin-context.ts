@@ -26,7 +26,8 @@ export function memoryStore (): PluginStore {
 export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] = []): FakeContext<C> {
   const added = new Map<HookName, Array<HookHandlers[HookName]>>()
   const published: PublishRequest[] = []
-  const node: NodeView = { name: 'test@127.0.0.1', client: (id) => clients.find((c) => c.clientId === id) }
+  // only the name and the client lookup: unit tests of hook handlers need no more of the node service
+  const node = { name: 'test@127.0.0.1', client: (id: string) => clients.find((c) => c.clientId === id) } as unknown as NodeView
   return {
     name,
     config,

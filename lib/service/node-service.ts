@@ -1,0 +1,378 @@
+// The node service: the one facade the management API (and later broker_ctl
+// and the cluster RPC) call. It reads the node's parts and answers in SPEC's
+// record shapes (§2.1, §2.3, §2.5–2.8, §2.10, §2.13, §2.14, §2.16), and runs
+// the operations that change the node (kick, ACL cache, plugins, settings,
+// banned entries). Nothing outside lib/ reaches the parts any other way.
+import type { Aedes, Client } from 'aedes'
+import type { AccessControl } from '../access/access-control.js'
+import { BANNED_KINDS, DEFAULT_BAN_SECONDS, type BannedEntry, type BannedKind, type BannedList } from '../access/banned.js'
+import { clientState } from '../access/client-state.js'
+import type { Config } from '../config/store.js'
+import { engineClient, engineClientFacts, engineClients, onMessageDropped, type EngineClient } from '../engine/internals.js'
+import type { SessionQueues } from '../engine/session-queue.js'
+import { noteDisconnectReason } from '../hooks/engine-events.js'
+import type { ClientInfo } from '../hooks/types.js'
+import { connInfo } from '../listeners/conn-info.js'
+import type { Listener } from '../listeners/index.js'
+import type { PluginHost, PluginRecord } from '../plugins/host.js'
+import { datetime, megabytes, type BrokerInfo, type NodeStats } from '../sys/node-info.js'
+import type { Observability } from '../sys/observability.js'
+
+export type { BannedEntry, BannedKind } from '../access/banned.js'
+export type { PluginRecord } from '../plugins/host.js'
+
+/** SPEC §2.1 */
+export interface ConnectionRecord {
+  clean_start: boolean
+  client_id: string
+  connected_at: string
+  ipaddress: string
+  is_bridge: boolean
+  is_super: boolean
+  keepalive: number
+  mountpoint: string
+  node: string
+  peercert: string
+  port: number
+  proto_name: string
+  proto_ver: number
+  username: string
+  will_topic: string
+  zone: string
+}
+
+/** SPEC §2.3 */
+export interface SessionRecord {
+  awaiting_rel_len: number
+  binding: string
+  clean_start: boolean
+  client_id: string
+  created_at: string
+  deliver_msg: number
+  enqueue_msg: number
+  expiry_interval: number
+  heap_size: number
+  inflight_len: number
+  mailbox_len: number
+  max_awaiting_rel: number
+  max_inflight: number
+  max_mqueue: number
+  max_subscriptions: number
+  mqueue_dropped: number
+  mqueue_len: number
+  node: string
+  reductions: number
+  subscriptions_count: number
+  username: string
+}
+
+/** SPEC §2.5 (v3, with node) */
+export interface SubscriptionRecord { node: string, client_id: string, topic: string, qos: number }
+
+/** SPEC §2.6 */
+export interface RouteRecord { topic: string, node: string }
+
+/** SPEC §2.10 (v3) */
+export interface ListenerRecord {
+  protocol: string
+  listen_on: string
+  acceptors: number
+  max_conns: number
+  current_conns: number
+  shutdown_count: [] | { closed: number, kicked: number }
+}
+
+/** SPEC §2.14, `datatpye` spelt as the spec spells it */
+export interface ConfigRecord { key: string, value: string, datatpye: string, app: string }
+
+/** What a caller sends to ban a client (SPEC §2.16); `until` defaults to now + 5 minutes, `by` to `undefined`. */
+export interface BanRequest { who: string, as: BannedKind, reason?: string, desc?: string, by?: string, until?: number }
+
+/** Why an operation could not be done; the API maps `kind` to a status. */
+export class ServiceError extends Error {
+  constructor (readonly kind: 'not_found' | 'bad_value' | 'already_started' | 'not_started' | 'failed', message: string) {
+    super(message)
+    this.name = 'ServiceError'
+  }
+}
+
+export interface NodeServiceParts {
+  config: Config
+  engine: Aedes
+  access: AccessControl
+  banned: BannedList
+  queues: SessionQueues
+  observability: Observability
+  /** built after the service (the host is given the service), hence read late */
+  plugins: () => PluginHost | undefined
+  /** opened after the plugins boot, hence read late */
+  listeners: () => Listener[]
+}
+
+/** The node service as plugins see it (`ctx.node`). */
+export type NodeServiceView = Omit<NodeService, never>
+
+const MQTT5_ADMINISTRATIVE_ACTION = 0x98
+
+export class NodeService {
+  readonly node_status = 'Running'
+  readonly #connectedAt = new WeakMap<Client, Date>()
+  readonly #dropped = new Map<string, number>()
+  readonly #kicked = new Map<string, number>()
+
+  constructor (private readonly parts: NodeServiceParts) {
+    parts.engine.on('clientReady', (client: Client) => this.#connectedAt.set(client, new Date()))
+    parts.engine.on('clientDisconnect', (client: Client) => { if (client.clean) this.#dropped.delete(client.id) })
+    onMessageDropped(parts.engine, (_packet, client) => this.#dropped.set(client.id, (this.#dropped.get(client.id) ?? 0) + 1))
+  }
+
+  get name (): string {
+    return this.parts.config.get('node.name')
+  }
+
+  /** A connected client's ClientInfo (what hooks see), or undefined. */
+  client (clientId: string): ClientInfo | undefined {
+    const client = engineClient(this.parts.engine, clientId)
+    return client === undefined ? undefined : clientState(client)?.info
+  }
+
+  // --- broker and node (§2.7, §2.8) ---
+
+  brokerInfo (): BrokerInfo {
+    return this.parts.observability.brokerInfo()
+  }
+
+  /** Single-node form: memory in bytes; `listForm` writes memory as `<n>M` (the list form). */
+  async nodeStats (listForm = false): Promise<Omit<NodeStats, 'memory_total' | 'memory_used'> & { memory_total: number | string, memory_used: number | string }> {
+    const stats = await this.parts.observability.nodeStats()
+    return listForm ? { ...stats, memory_total: megabytes(stats.memory_total), memory_used: megabytes(stats.memory_used) } : stats
+  }
+
+  // --- connections, sessions, subscriptions, routes ---
+
+  connections (): ConnectionRecord[] {
+    return this.#online().map((c) => this.#connection(c))
+  }
+
+  connection (clientId: string): ConnectionRecord[] {
+    const client = this.#onlineClient(clientId)
+    return client === undefined ? [] : [this.#connection(client)]
+  }
+
+  sessions (): SessionRecord[] {
+    return this.#online().map((c) => this.#session(c))
+  }
+
+  session (clientId: string): SessionRecord[] {
+    const client = this.#onlineClient(clientId)
+    return client === undefined ? [] : [this.#session(client)]
+  }
+
+  subscriptions (): SubscriptionRecord[] {
+    return this.#online().flatMap((c) => this.#subscriptionsOf(c))
+  }
+
+  clientSubscriptions (clientId: string): SubscriptionRecord[] {
+    const client = this.#onlineClient(clientId)
+    return client === undefined ? [] : this.#subscriptionsOf(client)
+  }
+
+  /** One route per distinct subscribed filter of the connected clients. */
+  routes (): RouteRecord[] {
+    const topics = new Set(this.#online().flatMap((c) => Object.keys(c.subscriptions)))
+    return [...topics].sort().map((topic) => ({ topic, node: this.name }))
+  }
+
+  route (topic: string): RouteRecord[] {
+    return this.routes().filter((r) => r.topic === topic)
+  }
+
+  // --- listeners (§2.10) ---
+
+  listeners (): ListenerRecord[] {
+    return this.parts.listeners().map((l) => {
+      const closed = l.gate.counters.closed
+      const kicked = this.#kicked.get(l.protocol) ?? 0
+      return {
+        protocol: l.protocol,
+        listen_on: `${l.address.host}:${l.address.port}`,
+        acceptors: l.acceptors,
+        max_conns: l.gate.maxConnections,
+        current_conns: l.gate.counters.current,
+        shutdown_count: closed === 0 && kicked === 0 ? [] : { closed, kicked }
+      }
+    })
+  }
+
+  // --- plugins (§2.13) ---
+
+  async plugins (): Promise<PluginRecord[]> {
+    return await this.#host().list()
+  }
+
+  async loadPlugin (name: string): Promise<void> {
+    await this.#pluginOperation(async () => await this.#host().load(name))
+  }
+
+  async unloadPlugin (name: string): Promise<void> {
+    await this.#pluginOperation(async () => await this.#host().unload(name))
+  }
+
+  // --- configuration (§2.14) ---
+
+  configs (): ConfigRecord[] {
+    return this.parts.config.items().map(({ key, value, datatype, app }) => ({ key, value, datatpye: datatype, app }))
+  }
+
+  /** Changes one setting of `app` now (parts that read it act on it at once, or on the `change` event). */
+  setConfig (app: string, key: string, value: string): void {
+    const item = this.parts.config.items().find((i) => i.key === key)
+    if (item === undefined || item.app !== app) throw new ServiceError('not_found', `no setting ${key} in ${app}`)
+    try {
+      this.parts.config.set(key, value, 'management api')
+    } catch (err) {
+      throw new ServiceError('bad_value', (err as Error).message)
+    }
+  }
+
+  // --- banned (§2.16) ---
+
+  banned (): BannedEntry[] {
+    return this.parts.banned.list()
+  }
+
+  async ban (request: BanRequest): Promise<BannedEntry> {
+    if (!(BANNED_KINDS as readonly string[]).includes(request.as)) throw new ServiceError('bad_value', `as must be one of ${BANNED_KINDS.join(', ')}`)
+    const entry: BannedEntry = {
+      who: request.who,
+      as: request.as,
+      reason: request.reason ?? '',
+      desc: request.desc ?? '',
+      by: request.by ?? 'undefined',
+      until: request.until ?? Math.floor(Date.now() / 1000) + DEFAULT_BAN_SECONDS
+    }
+    await this.parts.banned.add(entry)
+    return entry
+  }
+
+  /** False when there was no such entry. */
+  async unban (as: BannedKind, who: string): Promise<boolean> {
+    return await this.parts.banned.remove(as, who)
+  }
+
+  // --- operations on clients ---
+
+  /** Ends a connection (MQTT 5: DISCONNECT 0x98 administrative action); false when it is not connected here. */
+  kick (clientId: string): boolean {
+    const client = this.#onlineClient(clientId)
+    if (client === undefined) return false
+    noteDisconnectReason(client, 'kicked')
+    const protocol = connInfo(client.conn)?.protocol
+    if (protocol !== undefined) this.#kicked.set(protocol, (this.#kicked.get(protocol) ?? 0) + 1)
+    client.disconnect({ reasonCode: MQTT5_ADMINISTRATIVE_ACTION })
+    return true
+  }
+
+  /** Forgets a connected client's cached ACL answers for one topic, or all; false when it is not connected here. */
+  cleanAclCache (clientId: string, topic?: string): boolean {
+    const client = this.#onlineClient(clientId)
+    const state = client === undefined ? undefined : clientState(client)
+    if (state === undefined) return false
+    this.parts.access.cleanCache(state, topic)
+    return true
+  }
+
+  // --- records ---
+
+  #online (): EngineClient[] {
+    return engineClients(this.parts.engine).filter((c) => c.connected && !c.closed)
+  }
+
+  #onlineClient (clientId: string): EngineClient | undefined {
+    const client = engineClient(this.parts.engine, clientId)
+    return client !== undefined && client.connected && !client.closed ? client : undefined
+  }
+
+  #connection (client: EngineClient): ConnectionRecord {
+    const info = clientState(client)?.info
+    const conn = connInfo(client.conn)
+    const facts = engineClientFacts(client)
+    return {
+      clean_start: client.clean,
+      client_id: client.id,
+      connected_at: datetime(this.#connectedAt.get(client) ?? new Date()),
+      ipaddress: conn?.ipAddress ?? 'undefined',
+      is_bridge: false,
+      is_super: info?.isSuperuser ?? false,
+      keepalive: facts.keepalive,
+      mountpoint: text(info?.mountpoint),
+      node: this.name,
+      peercert: conn?.peercert ?? 'nossl',
+      port: conn?.port ?? 0,
+      proto_name: client.version === 3 ? 'MQIsdp' : 'MQTT',
+      proto_ver: client.version,
+      username: text(info?.username),
+      will_topic: text(facts.willTopic),
+      zone: conn?.zone ?? 'external'
+    }
+  }
+
+  #session (client: EngineClient): SessionRecord {
+    const { config } = this.parts
+    const facts = engineClientFacts(client)
+    const persistent = !client.clean || (client.version === 5 && client.sessionExpiryInterval > 0)
+    return {
+      awaiting_rel_len: facts.awaitingRel,
+      binding: 'local',
+      clean_start: client.clean,
+      client_id: client.id,
+      created_at: datetime(this.#connectedAt.get(client) ?? new Date()),
+      // per-session message counters are not kept by the engine: 0
+      deliver_msg: 0,
+      enqueue_msg: 0,
+      expiry_interval: !persistent
+        ? 0
+        : client.version === 5 ? client.sessionExpiryInterval : Math.round(config.get('zone.external.session_expiry_interval') / 1000),
+      // Erlang process figures with no Node.js counterpart (a session is not a process here): 0
+      heap_size: 0,
+      mailbox_len: 0,
+      reductions: 0,
+      inflight_len: facts.inflight,
+      max_awaiting_rel: config.get('zone.external.max_awaiting_rel'),
+      max_inflight: config.get('zone.external.max_inflight'),
+      max_mqueue: config.get('zone.external.max_mqueue_len'),
+      max_subscriptions: config.get('zone.external.max_subscriptions'),
+      mqueue_dropped: this.#dropped.get(client.id) ?? 0,
+      // waiting in the outbound window, plus what a persistent session holds in the store beyond the in-flight ones
+      mqueue_len: facts.waiting + (client.clean ? 0 : Math.max(0, this.parts.queues.length(client.id) - facts.inflight - facts.waiting)),
+      node: this.name,
+      subscriptions_count: Object.keys(client.subscriptions).length,
+      username: text(clientState(client)?.info.username)
+    }
+  }
+
+  #subscriptionsOf (client: EngineClient): SubscriptionRecord[] {
+    return Object.entries(client.subscriptions).map(([topic, sub]) => ({ node: this.name, client_id: client.id, topic, qos: sub.qos }))
+  }
+
+  #host (): PluginHost {
+    const host = this.parts.plugins()
+    if (host === undefined) throw new ServiceError('failed', 'the plugin host is not running yet')
+    return host
+  }
+
+  async #pluginOperation (operation: () => Promise<void>): Promise<void> {
+    try {
+      await operation()
+    } catch (err) {
+      const code = (err as { code?: string }).code
+      if (code === 'not_found' || code === 'already_started' || code === 'not_started') throw new ServiceError(code, (err as Error).message)
+      throw err
+    }
+  }
+}
+
+/** SPEC §2: a string field with no value holds `undefined`. */
+function text (value: string | undefined): string {
+  return value === undefined || value === '' ? 'undefined' : value
+}

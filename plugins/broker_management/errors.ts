@@ -1,0 +1,22 @@
+// What a handler answers when it cannot do what was asked: a status and a
+// JSON body (SPEC §7.1: `{message}`; EMQ X's codes where they apply).
+export class ApiError extends Error {
+  constructor (readonly status: number, readonly body: { code?: number, message: string }) {
+    super(body.message)
+    this.name = 'ApiError'
+  }
+}
+
+/** EMQ X's v3 codes (research notes; SPEC §7.2 table). */
+export const CODE = {
+  unknown: 102,
+  missing: 107,
+  wrongType: 108,
+  notJson: 109,
+  alreadyStarted: 110,
+  alreadyStopped: 111,
+  notOnline: 112
+} as const
+
+export const notFound = (message: string): ApiError => new ApiError(404, { message })
+export const badRequest = (code: number, message: string): ApiError => new ApiError(400, { code, message })

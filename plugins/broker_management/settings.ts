@@ -1,0 +1,23 @@
+// broker_management's settings (etc/plugins/broker_management.conf).
+import Joi from 'joi'
+
+export interface ManagementConfig {
+  /** `<port>` or `<address>:<port>` */
+  'management.listener.http': string
+  'management.max_row_limit': number
+  'management.default_application.id': string
+  'management.default_application.secret': string
+}
+
+export const schema = Joi.object<ManagementConfig>({
+  'management.listener.http': Joi.string().pattern(/^(?:\S+:)?\d{1,5}$/, '<port> or <address>:<port>').default('8080'),
+  'management.max_row_limit': Joi.number().integer().min(1).default(10000),
+  'management.default_application.id': Joi.string().min(1).default('admin'),
+  'management.default_application.secret': Joi.string().min(1).default('public')
+})
+
+/** `8080` → all addresses; `127.0.0.1:8080` → that address. */
+export function listenOn (value: string): { host: string, port: number } {
+  const at = value.lastIndexOf(':')
+  return at < 0 ? { host: '0.0.0.0', port: Number(value) } : { host: value.slice(0, at), port: Number(value.slice(at + 1)) }
+}
