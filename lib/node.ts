@@ -150,7 +150,7 @@ export class BrokerNode {
 
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       late.listeners = listeners
-      observability.attach({ engine, listeners, retainer, queues, hooks })
+      observability.attach({ engine, listeners, retainer, queues, hooks, shared })
       const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, timers })
       try {
         for (const listener of listeners) {

@@ -82,3 +82,30 @@ t.test('SIGTERM sends MQTT 5 clients DISCONNECT 0x8B and exits 0', async (t) => 
   t.equal(await broker.exited, 0)
   t.ok(broker.lines.some((line) => line.includes('broker node stopped')), 'the stop is logged')
 })
+
+t.test('a message queued for an offline MQTT 5 session keeps its properties and expiry', async (t) => {
+  const dataDir = await tempDir()
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const broker = await spawnBroker(dataDir)
+  t.teardown(() => { broker.child.kill('SIGKILL') })
+  const url = `mqtt://127.0.0.1:${broker.port}`
+  const session = { clientId: 'props-sub', protocolVersion: 5 as const, clean: false, properties: { sessionExpiryInterval: 300 } }
+  let sub = await connect(url, session)
+  await sub.subscribeAsync('props/t', { qos: 1 })
+  await sub.endAsync()
+  const pub = await connect(url, { clientId: 'props-pub', protocolVersion: 5 })
+  await pub.publishAsync('props/t', 'with properties', {
+    qos: 1,
+    properties: { contentType: 'text/plain', userProperties: { origin: 'test' }, messageExpiryInterval: 300 }
+  })
+  await pub.publishAsync('props/t', 'short lived', { qos: 1, properties: { messageExpiryInterval: 1 } })
+  await pub.endAsync()
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  sub = mqtt.connect(url, { ...session, reconnectPeriod: 0 })
+  t.teardown(() => closeAll(sub))
+  const [message] = await nextMessages(sub, 1)
+  t.equal(message.payload, 'with properties', 'the expired message is not delivered')
+  t.equal(message.properties?.contentType, 'text/plain')
+  t.same(message.properties?.userProperties, { origin: 'test' })
+  t.ok((message.properties?.messageExpiryInterval as number) <= 300, 'the remaining lifetime is sent')
+})

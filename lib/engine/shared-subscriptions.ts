@@ -32,6 +32,8 @@ export class SharedSubscriptions {
   #engine: Aedes | undefined
   /** messages published to a group with no member to take them */
   dropped = 0
+  /** told of each such message (metrics) */
+  onDropped: ((packet: AedesPublishPacket) => void) | undefined
 
   constructor (private readonly config: Config) {}
 
@@ -83,6 +85,7 @@ export class SharedSubscriptions {
     const member = this.#pick(group, packet)
     if (member === undefined) {
       this.dropped++
+      this.onDropped?.(packet)
       return cb()
     }
     this.#deliverTo(member, packet, cb)

@@ -138,6 +138,12 @@ export class NodeService {
 
   // --- broker and node (§2.7, §2.8) ---
 
+  /** Every metric, statistic and process figure in the Prometheus text format. */
+  async prometheus (): Promise<{ contentType: string, text: string }> {
+    const exporter = this.parts.observability.prometheus
+    return { contentType: exporter.contentType, text: await exporter.text() }
+  }
+
   brokerInfo (): BrokerInfo {
     return this.parts.observability.brokerInfo()
   }

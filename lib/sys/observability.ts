@@ -16,6 +16,7 @@ import type { EngineCallbacks } from '../engine/create.js'
 import { clientSocket, engineClients, engineOfflineSessions, type EngineClient } from '../engine/internals.js'
 import type { Retainer } from '../engine/retainer.js'
 import type { SessionQueues } from '../engine/session-queue.js'
+import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
 import { disconnectReason } from '../hooks/engine-events.js'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { Listener } from '../listeners/index.js'
@@ -40,6 +41,8 @@ export interface ObservedParts {
   retainer: Retainer
   queues: SessionQueues
   hooks: HookRegistry
+  /** shared subscription groups: a message no member could take counts as dropped */
+  shared?: SharedSubscriptions
 }
 
 export class Observability {
@@ -98,6 +101,11 @@ export class Observability {
     this.#parts = parts
     const { engine, retainer } = parts
     this.#undo.push(countMessages(engine, retainer, this.metrics, this.#statsChanged), guardDollarRetained(engine))
+    if (parts.shared !== undefined) {
+      const shared = parts.shared
+      shared.onDropped = (packet) => this.metrics.dropped(packet.qos)
+      this.#undo.push(() => { shared.onDropped = undefined })
+    }
     this.#on('client', (client: Client) => {
       if (!client.clean) this.#persistentOnline.add(client)
       this.#statsChanged()

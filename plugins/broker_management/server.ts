@@ -48,6 +48,16 @@ export async function createServer (listen: { host: string, port: number }, api:
   server.auth.default('application')
 
   for (const route of api.routes) server.route(hapiRoute(route, api, logger))
+  // the Prometheus scrape endpoint: outside /api/v3 and without credentials, as scrapers expect
+  server.route({
+    method: 'GET',
+    path: '/metrics',
+    options: { auth: false },
+    handler: async (_request, h) => {
+      const { contentType, text } = await api.node.prometheus()
+      return h.response(text).type(contentType)
+    }
+  })
 
   // hapi's own refusals (no route, body not JSON, bad auth header) in this API's shapes
   server.ext('onPreResponse', (request, h) => {
