@@ -7,7 +7,7 @@
 import { TextDecoder } from 'node:util'
 import Joi from 'joi'
 import { hashForStorage, hashPassword, parseHashSpec, verifyPassword, verifyStored } from './password-hash.js'
-import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo, EnhancedAuthAnswer, EnhancedAuthRequest, PluginStore } from '../plugins/contract.js'
+import { definePlugin, type AuthenticateAnswer, type AuthenticateRequest, type BrokerPlugin, type ClientInfo, type EnhancedAuthAnswer, type EnhancedAuthRequest, type PluginContext, type PluginStore } from '../plugins/contract.js'
 import type { Logger } from '../log.js'
 import { ScramServer, scramFromPassword, scramFromStored, type ScramCredentials } from './scram.js'
 
@@ -215,5 +215,51 @@ export function scramAuthenticator (table: CredentialTable): (request: EnhancedA
     }
     const final = await (state as ScramServer).final(message)
     return 'error' in final ? deny : { result: 'allow', data: final.serverFinal }
+  }
+}
+
+/** A credential plugin and the API the CLI and the management API call on its loaded instance. */
+export interface CredentialPlugin {
+  plugin: BrokerPlugin<CredentialConfig>
+  /** Adds an id (stored durably as a pbkdf2 hash); CredentialError `exists` if configured or stored. */
+  add: (id: string, password: string) => Promise<void>
+  /** Changes a password; for a configured id this stores an overriding entry; `missing` for an unknown id. */
+  update: (id: string, password: string) => Promise<void>
+  /** Deletes a stored id; `missing` for an unknown one, `configured` for one only in the conf file. */
+  delete: (id: string) => Promise<void>
+  /** Configured and stored ids, sorted. */
+  list: () => Promise<string[]>
+}
+
+/** Builds broker_auth_username / broker_auth_clientid: one loaded table at a time; `more` adds further hooks. */
+export function credentialPlugin (kind: CredentialKind, description: string, more?: (ctx: PluginContext<CredentialConfig>, table: CredentialTable) => void): CredentialPlugin {
+  let table: CredentialTable | undefined
+  const loaded = (): CredentialTable => {
+    if (table === undefined) throw new Error(`plugin ${kind.plugin} is not loaded`)
+    return table
+  }
+  const plugin = definePlugin<CredentialConfig>({
+    name: kind.plugin,
+    version: '0.1.0',
+    description,
+    schema: credentialSchema(kind),
+    async load (ctx) {
+      if (table !== undefined) throw new Error(`plugin ${kind.plugin} is already loaded`)
+      const opened = await CredentialTable.open(kind, ctx.config, ctx.store, ctx.logger)
+      if (table !== undefined) throw new Error(`plugin ${kind.plugin} is already loaded`)
+      ctx.hooks.add('client.authenticate', authenticator(opened))
+      more?.(ctx, opened)
+      table = opened
+    },
+    unload () {
+      table = undefined
+    }
+  })
+  return {
+    plugin,
+    add: async (id, password) => await loaded().add(id, password),
+    update: async (id, password) => await loaded().update(id, password),
+    delete: async (id) => await loaded().delete(id),
+    list: async () => await loaded().list()
   }
 }

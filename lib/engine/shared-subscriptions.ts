@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto'
 import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import type { Config } from '../config/store.js'
+import { topicMatches } from '../access/acl-match.js'
 import { engineMq, engineNewPacket } from './internals.js'
 
 type Deliver = (packet: AedesPublishPacket, cb: () => void) => void
@@ -123,7 +124,7 @@ export class SharedSubscriptions {
     for (const packet of packets) {
       if (packet.qos === 0) continue
       for (const group of this.#groups.values()) {
-        if (!filterMatches(group.filter, packet.topic) || !group.members.some((m) => m.client !== client)) continue
+        if (!topicMatches(group.filter, packet.topic) || !group.members.some((m) => m.client !== client)) continue
         const member = this.#pick(group, packet)
         if (member === undefined || member.client === client) continue
         // a fresh broker counter, so the new member's duplicate check lets it through
@@ -132,14 +133,4 @@ export class SharedSubscriptions {
       }
     }
   }
-}
-
-function filterMatches (filter: string, topic: string): boolean {
-  const f = filter.split('/')
-  const t = topic.split('/')
-  for (let i = 0; i < f.length; i++) {
-    if (f[i] === '#') return true
-    if (i >= t.length || (f[i] !== '+' && f[i] !== t[i])) return false
-  }
-  return f.length === t.length
 }

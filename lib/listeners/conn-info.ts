@@ -1,6 +1,9 @@
 // What the node knows about a connection's transport, recorded by the
 // listener and read by hooks, the API and $SYS notices (SPEC §2.1).
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
+import type { TLSSocket } from 'node:tls'
+import type { Refusal } from './gate.js'
 
 export interface ConnInfo {
   /** `mqtt:tcp`, `mqtt:ssl`, `mqtt:ws`, `mqtt:wss` */
@@ -11,7 +14,7 @@ export interface ConnInfo {
   /** subject of the client certificate; `nossl` without TLS, `undefined` with TLS but no certificate */
   peercert: string
   /** set when the listener could not admit the connection: its CONNECT is answered with this refusal */
-  refusal?: import('./gate.js').Refusal
+  refusal?: Refusal
 }
 
 const infos = new WeakMap<object, ConnInfo>()
@@ -28,4 +31,22 @@ export function connInfo (conn: object): ConnInfo | undefined {
 export function plainAddress (address: string | undefined): string {
   if (address === undefined) return 'undefined'
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
+}
+
+export function peerCertSubject (socket: TLSSocket): string {
+  const cert = socket.getPeerCertificate()
+  if (cert === null || cert.subject === undefined) return 'undefined'
+  return Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join(',')
+}
+
+/** Records what a listener knows about the connection carried by `stream` over `socket`. */
+export function recordConnection (stream: Duplex, socket: Socket, protocol: string, secure: boolean, refusal?: Refusal): void {
+  setConnInfo(stream, {
+    protocol,
+    zone: 'external',
+    ipAddress: plainAddress(socket.remoteAddress),
+    port: socket.remotePort ?? 0,
+    peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl',
+    refusal
+  })
 }

@@ -1,8 +1,8 @@
 // MQTT over TCP (`mqtt:tcp`) and over TLS (`mqtt:ssl`).
 import { createServer, type Server, type Socket } from 'node:net'
-import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls'
+import { createServer as createTlsServer, type TlsOptions } from 'node:tls'
 import type { ListenAddress } from '../config/types.js'
-import { setConnInfo, plainAddress } from './conn-info.js'
+import { recordConnection } from './conn-info.js'
 import { ConnectionGate, type Refusal } from './gate.js'
 import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
 
@@ -15,12 +15,6 @@ export interface SocketListenerOptions {
   /** TLS options for `mqtt:ssl`; absent for plain TCP */
   tls?: TlsOptions
   handle: ConnectionHandler
-}
-
-export function peerCertSubject (socket: TLSSocket): string {
-  const cert = socket.getPeerCertificate()
-  if (cert === null || cert.subject === undefined) return 'undefined'
-  return Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join(',')
 }
 
 export class SocketListener implements Listener {
@@ -41,14 +35,7 @@ export class SocketListener implements Listener {
     const onSocket = (socket: Socket): void => {
       socket.setNoDelay(true)
       const hand = (refusal?: Refusal): void => {
-        setConnInfo(socket, {
-          protocol: this.protocol,
-          zone: 'external',
-          ipAddress: plainAddress(socket.remoteAddress),
-          port: socket.remotePort ?? 0,
-          peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl',
-          refusal
-        })
+        recordConnection(socket, socket, this.protocol, secure, refusal)
         options.handle(socket)
       }
       this.gate.admit(socket, hand, hand)

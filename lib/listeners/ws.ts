@@ -3,13 +3,12 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { Socket } from 'node:net'
-import type { TLSSocket, TlsOptions } from 'node:tls'
+import type { TlsOptions } from 'node:tls'
 import { WebSocketServer, createWebSocketStream } from 'ws'
 import type { ListenAddress } from '../config/types.js'
-import { setConnInfo, plainAddress } from './conn-info.js'
+import { recordConnection } from './conn-info.js'
 import { ConnectionGate, type Refusal } from './gate.js'
 import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
-import { peerCertSubject } from './tcp.js'
 
 export const MQTT_SUBPROTOCOLS = new Set(['mqtt', 'mqttv3.1', 'mqttv3.1.1', 'mqttv5.0'])
 
@@ -63,14 +62,7 @@ export class WsListener implements Listener {
         this.#wss.handleUpgrade(req, socket, head, (ws) => {
           const stream = createWebSocketStream(ws)
           stream.on('error', () => stream.destroy())
-          setConnInfo(stream, {
-            protocol: this.protocol,
-            zone: 'external',
-            ipAddress: plainAddress(socket.remoteAddress),
-            port: socket.remotePort ?? 0,
-            peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl',
-            refusal
-          })
+          recordConnection(stream, socket, this.protocol, secure, refusal)
           options.handle(stream, req)
         })
       }

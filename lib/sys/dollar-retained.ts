@@ -10,21 +10,11 @@
 import type { Aedes } from 'aedes'
 import type { Readable } from 'node:stream'
 import { enginePersistence } from '../engine/internals.js'
+import { topicMatches } from '../access/acl-match.js'
 
 interface RetainedStreams { createRetainedStreamCombi: (patterns: string[]) => Readable }
 
 const startsWithWildcard = (filter: string): boolean => filter.startsWith('#') || filter.startsWith('+')
-
-/** MQTT topic filter matching (`sport/#` matches `sport`, `+` one level). */
-export function filterMatches (filter: string, topic: string): boolean {
-  const f = filter.split('/')
-  const t = topic.split('/')
-  for (let i = 0; i < f.length; i++) {
-    if (f[i] === '#') return true
-    if (i >= t.length || (f[i] !== '+' && f[i] !== t[i])) return false
-  }
-  return f.length === t.length
-}
 
 /** Wraps the engine's retained-message stream; returns undo. */
 export function guardDollarRetained (engine: Aedes): () => void {
@@ -35,7 +25,7 @@ export function guardDollarRetained (engine: Aedes): () => void {
     if (!patterns.some(startsWithWildcard)) return stream
     const literal = patterns.filter((p) => !startsWithWildcard(p))
     return stream.filter((packet: { topic: string }) =>
-      packet.topic.charCodeAt(0) !== 36 || literal.some((p) => filterMatches(p, packet.topic)))
+      packet.topic.charCodeAt(0) !== 36 || literal.some((p) => topicMatches(p, packet.topic)))
   }
   return () => { persistence.createRetainedStreamCombi = combi }
 }
