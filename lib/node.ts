@@ -16,6 +16,7 @@ import { engineClient } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
 import { SessionTimers } from './engine/session-timers.js'
+import { indexStore } from './engine/store-index.js'
 import { SharedSubscriptions } from './engine/shared-subscriptions.js'
 import { openStore, type AedesPersistence } from './engine/store.js'
 import { mapEngineEvents } from './hooks/engine-events.js'
@@ -106,6 +107,7 @@ export class BrokerNode {
     let banned: BannedList | undefined
     let timers: SessionTimers | undefined
     try {
+      await indexStore(db, persistence)
       const retainer = new Retainer(config)
       await retainer.attach(persistence)
       const queues = new SessionQueues(config,

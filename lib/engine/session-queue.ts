@@ -4,6 +4,7 @@
 // the in-flight window apart from the queue); a message beyond it is dropped
 // for that session only, newest first (as Mosquitto's max_queued_messages).
 // Online sessions are never cut here: their outbound window holds the excess.
+import { Readable } from 'node:stream'
 import type { Level } from 'level'
 import type { Config } from '../config/store.js'
 import type { AedesPersistence } from './store.js'
@@ -15,6 +16,7 @@ interface QueuePersistence extends AedesPersistence {
   /** also called once per subscriber by outgoingEnqueueCombi */
   outgoingEnqueue: (sub: Sub, packet: object) => Promise<unknown>
   outgoingClearMessageId: (client: { id: string }, packet: object) => Promise<unknown>
+  outgoingStream: (client: { id: string }) => NodeJS.ReadableStream
 }
 
 export class SessionQueues {
@@ -47,6 +49,9 @@ export class SessionQueues {
     queue.outgoingEnqueue = async (sub, packet) => {
       if (this.#admit(sub, packet)) await enqueue(sub, packet)
     }
+    // every connect reads the session's queue: skip the store scan when nothing is queued
+    const stream = queue.outgoingStream.bind(queue)
+    queue.outgoingStream = (client) => this.length(client.id) === 0 ? Readable.from([]) : stream(client)
     queue.outgoingClearMessageId = async (client, packet) => {
       const cleared = await clear(client, packet)
       if (cleared !== undefined) this.#add(client.id, -1)

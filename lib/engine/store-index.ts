@@ -1,0 +1,69 @@
+// Which client ids have anything in the store, kept in memory so the store is
+// not searched for clients that have nothing there. Every clean connect asks
+// the persistence to clean subscriptions, the old will and inbound QoS 2
+// state (and every clean disconnect the QoS 2 state again): without this
+// index each of those is a LevelDB scan or lookup, which dominated the
+// connect path. Seeded from the keys on disk at start; kept by wrapping the
+// persistence's writes.
+import type { Level } from 'level'
+import type { AedesPersistence } from './store.js'
+
+interface ClientRef { id: string }
+interface IndexedPersistence extends AedesPersistence {
+  addSubscriptions: (client: ClientRef, subs: unknown[]) => Promise<void>
+  cleanSubscriptions: (client: ClientRef) => Promise<void>
+  putWill: (client: ClientRef, packet: unknown) => Promise<void>
+  delWill: (client: ClientRef) => Promise<unknown>
+  incomingStorePacket: (client: ClientRef, packet: unknown) => Promise<void>
+  cleanIncoming: (client: ClientRef) => Promise<void>
+}
+
+/** key prefix → the set of decoded client ids found under it */
+const PREFIXES = { subscriptions: 'subscriptions:', will: 'will:', incoming: 'incoming:' } as const
+
+export async function indexStore (db: Level<string, Buffer>, persistence: AedesPersistence): Promise<void> {
+  const withSubscriptions = await idsUnder(db, PREFIXES.subscriptions, true)
+  const withWill = await idsUnder(db, PREFIXES.will, false)
+  const withIncoming = await idsUnder(db, PREFIXES.incoming, true)
+  const p = persistence as IndexedPersistence
+  const { addSubscriptions, cleanSubscriptions, putWill, delWill, incomingStorePacket, cleanIncoming } = p
+  p.addSubscriptions = async (client, subs) => {
+    withSubscriptions.add(client.id)
+    await addSubscriptions.call(p, client, subs)
+  }
+  p.cleanSubscriptions = async (client) => {
+    if (!withSubscriptions.has(client.id)) return
+    await cleanSubscriptions.call(p, client)
+    withSubscriptions.delete(client.id)
+  }
+  p.putWill = async (client, packet) => {
+    withWill.add(client.id)
+    await putWill.call(p, client, packet)
+  }
+  p.delWill = async (client) => {
+    if (!withWill.has(client.id)) return undefined
+    const will = await delWill.call(p, client)
+    withWill.delete(client.id)
+    return will
+  }
+  p.incomingStorePacket = async (client, packet) => {
+    withIncoming.add(client.id)
+    await incomingStorePacket.call(p, client, packet)
+  }
+  p.cleanIncoming = async (client) => {
+    if (!withIncoming.has(client.id)) return
+    await cleanIncoming.call(p, client)
+    withIncoming.delete(client.id)
+  }
+}
+
+/** Client ids (decoded) of the keys under `prefix`; with `delimited`, the id ends at the next ':'. */
+async function idsUnder (db: Level<string, Buffer>, prefix: string, delimited: boolean): Promise<Set<string>> {
+  const ids = new Set<string>()
+  const end = prefix.slice(0, -1) + ';'
+  for await (const key of db.keys({ gte: prefix, lt: end })) {
+    const rest = key.slice(prefix.length)
+    ids.add(decodeURIComponent(delimited ? rest.slice(0, rest.indexOf(':')) : rest))
+  }
+  return ids
+}
