@@ -40,6 +40,9 @@ export interface PluginHostOptions {
 
 const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
 
+/** Loaded at boot when data/loaded_plugins does not exist yet. */
+export const DEFAULT_PLUGINS = ['broker_management'] as const
+
 export class PluginHost {
   readonly #modules = new Map<string, string>()
   readonly #plugins = new Map<string, BrokerPlugin<unknown>>()
@@ -55,7 +58,8 @@ export class PluginHost {
   /** Finds the plugins, then loads the listed ones; a plugin that fails is reported and skipped. */
   async boot (): Promise<void> {
     await this.#discover()
-    this.#order = (await readLoadedList(this.options.loadedFile)) ?? []
+    // a new install (no data/loaded_plugins yet) starts with the management API, as EMQ X ships
+    this.#order = (await readLoadedList(this.options.loadedFile)) ?? [...DEFAULT_PLUGINS]
     this.options.hooks.reorder((owner) => this.rank(owner))
     for (const name of [...this.#order]) {
       try {
@@ -187,10 +191,16 @@ export class PluginHost {
     await this.#start(name, await this.#config(name))
   }
 
+  /** etc/plugins/<name>.conf of a plugin that was found (the file may not exist). */
+  configFile (name: string): string {
+    if (!this.#modules.has(name)) throw new PluginError('not_found', `plugin ${name} not found`)
+    return join(this.options.etcDir, `${name}.conf`)
+  }
+
   /** Reads and validates etc/plugins/<name>.conf; an error names file and line. */
   async #config (name: string): Promise<unknown> {
     const plugin = await this.#module(name)
-    const file = join(this.options.etcDir, `${name}.conf`)
+    const file = this.configFile(name)
     return validatePluginConfig(plugin.schema, await readPluginConfigLines(file), file)
   }
 

@@ -2,6 +2,7 @@
 // `bin/broker` process (for restarts, signals and kill -9). Every node listens
 // on 127.0.0.1 free ports and keeps its data in a fresh temporary folder.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { once } from 'node:events'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
@@ -110,6 +111,8 @@ export async function spawnBroker (dataDir: string, settings: Record<string, str
     'log.console.level': 'info',
     ...settings
   }
+  // no plugin unless the test listed some (a new install would load broker_management on port 8080)
+  if (!existsSync(join(dataDir, 'loaded_plugins'))) await writeFile(join(dataDir, 'loaded_plugins'), '')
   const args = [join(INSTALL_ROOT, 'bin', 'broker'), '--data-dir', dataDir]
   for (const [k, v] of Object.entries(all)) args.push('--set', `${k}=${v}`)
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })

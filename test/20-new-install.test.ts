@@ -1,0 +1,29 @@
+// A new install (no data/loaded_plugins yet) starts with the management API
+// loaded, usable at once with the default application admin/public.
+import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { setsToLines } from '../lib/config/load.js'
+import { Config } from '../lib/config/store.js'
+import { createLogger } from '../lib/log.js'
+import { BrokerNode } from '../lib/node.js'
+import { INSTALL_ROOT } from '../lib/root.js'
+import { freePort, tempDir } from './helpers/broker.js'
+
+t.test('without data/loaded_plugins the node loads broker_management', async (t) => {
+  const dir = await tempDir()
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const etc = join(dir, 'etc')
+  await mkdir(etc)
+  const port = await freePort()
+  await writeFile(join(etc, 'broker_management.conf'), `management.listener.http = 127.0.0.1:${port}\n`)
+  const config = new Config(setsToLines([
+    `node.data_dir=${dir}`, `plugins.etc_dir=${etc}`, 'listener.tcp.external=127.0.0.1:0',
+    'listener.ssl.external=off', 'listener.ws.external=off', 'listener.wss.external=off'
+  ]))
+  const node = await BrokerNode.start({ config, logger: createLogger('error', false), root: INSTALL_ROOT })
+  t.teardown(() => node.stop())
+  t.equal(node.plugins.isActive('broker_management'), true)
+  const res = await fetch(`http://127.0.0.1:${port}/api/v3/brokers/`, { headers: { authorization: `Basic ${Buffer.from('admin:public').toString('base64')}` } })
+  t.equal(res.status, 200, 'the default application works at once')
+})
