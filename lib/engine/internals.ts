@@ -128,3 +128,27 @@ export function engineClientFacts (client: Client): EngineClientFacts {
     awaitingRel: c._inboundInflight?.size ?? 0
   }
 }
+
+// --- the node service (issue 6): subscribe and unsubscribe on behalf of a connected client ---
+
+interface ClientOperations {
+  subscribe: (packet: { subscriptions: Array<{ topic: string, qos: number }> }, done: (err?: Error | null) => void) => void
+  unsubscribe: (packet: { unsubscriptions: string[] }, done: (err?: Error | null) => void) => void
+}
+
+/**
+ * Subscribes a connected client as if it had sent SUBSCRIBE (authorization,
+ * storage, retained messages), without a SUBACK: the packet has no message id.
+ */
+export async function engineSubscribe (client: Client, topic: string, qos: 0 | 1 | 2): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    (client as unknown as ClientOperations).subscribe({ subscriptions: [{ topic, qos }] }, (err) => err ? reject(err) : resolve())
+  })
+}
+
+/** Unsubscribes a connected client as if it had sent UNSUBSCRIBE, without an UNSUBACK. */
+export async function engineUnsubscribe (client: Client, topic: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    (client as unknown as ClientOperations).unsubscribe({ unsubscriptions: [topic] }, (err) => err ? reject(err) : resolve())
+  })
+}

@@ -3,18 +3,25 @@
 // record shapes (§2.1, §2.3, §2.5–2.8, §2.10, §2.13, §2.14, §2.16), and runs
 // the operations that change the node (kick, ACL cache, plugins, settings,
 // banned entries). Nothing outside lib/ reaches the parts any other way.
+import { readFile } from 'node:fs/promises'
 import type { Aedes, Client } from 'aedes'
 import type { AccessControl } from '../access/access-control.js'
 import { BANNED_KINDS, DEFAULT_BAN_SECONDS, type BannedEntry, type BannedKind, type BannedList } from '../access/banned.js'
 import { clientState } from '../access/client-state.js'
 import type { Config } from '../config/store.js'
-import { engineClient, engineClientFacts, engineClients, onMessageDropped, type EngineClient } from '../engine/internals.js'
+import { engineClient, engineClientFacts, engineClients, engineSubscribe, engineUnsubscribe, onMessageDropped, type EngineClient } from '../engine/internals.js'
 import type { SessionQueues } from '../engine/session-queue.js'
 import { noteDisconnectReason } from '../hooks/engine-events.js'
 import type { ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Listener } from '../listeners/index.js'
+import type { BrokerPlugin } from '../plugins/contract.js'
 import type { PluginHost, PluginRecord } from '../plugins/host.js'
+import { setConfigValues, validatePluginConfig, writeFileAtomically } from '../plugins/plugin-config.js'
+import { parseConfigText } from '../config/parse.js'
+import type { V3Metrics } from '../metrics/metrics.js'
+import type { V3Stats } from '../metrics/stats.js'
+import { Alarms } from '../sys/alarms.js'
 import { datetime, megabytes, type BrokerInfo, type NodeStats } from '../sys/node-info.js'
 import type { Observability } from '../sys/observability.js'
 
@@ -85,12 +92,21 @@ export interface ListenerRecord {
 /** SPEC §2.14, `datatpye` spelt as the spec spells it */
 export interface ConfigRecord { key: string, value: string, datatpye: string, app: string }
 
+/** SPEC §2.15 */
+export interface PluginSettingRecord { key: string, value: string, desc: string, required: boolean }
+
+/** EMQ X 3.x alarm record (research notes) */
+export type AlarmRecord = ReturnType<typeof Alarms.toEmqx>
+
+/** What a caller publishes as the node (SPEC §4.3); `clientId` names the publisher (default `http`). */
+export interface ApiPublishRequest { topic: string, payload?: string, qos?: 0 | 1 | 2, retain?: boolean, clientId?: string }
+
 /** What a caller sends to ban a client (SPEC §2.16); `until` defaults to now + 5 minutes, `by` to `undefined`. */
 export interface BanRequest { who: string, as: BannedKind, reason?: string, desc?: string, by?: string, until?: number }
 
 /** Why an operation could not be done; the API maps `kind` to a status. */
 export class ServiceError extends Error {
-  constructor (readonly kind: 'not_found' | 'bad_value' | 'already_started' | 'not_started' | 'failed', message: string) {
+  constructor (readonly kind: 'not_found' | 'bad_value' | 'bad_topic' | 'not_online' | 'already_started' | 'not_started' | 'failed', message: string) {
     super(message)
     this.name = 'ServiceError'
   }
@@ -152,6 +168,21 @@ export class NodeService {
   async nodeStats (listForm = false): Promise<Omit<NodeStats, 'memory_total' | 'memory_used'> & { memory_total: number | string, memory_used: number | string }> {
     const stats = await this.parts.observability.nodeStats()
     return listForm ? { ...stats, memory_total: megabytes(stats.memory_total), memory_used: megabytes(stats.memory_used) } : stats
+  }
+
+  // --- metrics, statistics, alarms (§2.11, §2.12) ---
+
+  metrics (): V3Metrics {
+    return this.parts.observability.metricsV3()
+  }
+
+  stats (): V3Stats {
+    return this.parts.observability.statsV3()
+  }
+
+  /** The alarms raised and not cleared, oldest first, in EMQ X 3.x's record form. */
+  alarms (): AlarmRecord[] {
+    return this.parts.observability.alarms.present().map((alarm) => Alarms.toEmqx(alarm))
   }
 
   // --- connections, sessions, subscriptions, routes ---
@@ -224,6 +255,50 @@ export class NodeService {
     await this.#pluginOperation(async () => await this.#host().unload(name))
   }
 
+  /**
+   * A plugin's settings (SPEC §2.15): through the plugin module's
+   * `describeSettings(settings)` when it exports one, else every key of its
+   * conf file with an empty description. Keys set in the file are required.
+   */
+  async pluginSettings (name: string): Promise<PluginSettingRecord[]> {
+    const host = this.#host()
+    const file = await this.#pluginOperation(() => host.configFile(name))
+    const lines = parseConfigText(await readText(file), file)
+    const settings: Record<string, string> = {}
+    for (const line of lines) settings[line.key] = line.value
+    const namespace = await this.#pluginOperation(async () => await host.module(name))
+    if (typeof namespace.describeSettings === 'function') {
+      return (namespace.describeSettings as (s: Record<string, string>) => PluginSettingRecord[])(settings)
+    }
+    return Object.entries(settings).map(([key, value]) => ({ key, value, desc: '', required: true }))
+  }
+
+  /**
+   * Sets some of a plugin's settings: validated with its schema together with
+   * the rest of its conf file (a refusal leaves the file untouched), written
+   * in one step (comments kept), then the plugin reloads if it is active.
+   * `reloadLater` answers before the reload (a plugin reloading itself).
+   */
+  async setPluginSettings (name: string, values: Readonly<Record<string, string>>, { reloadLater = false } = {}): Promise<void> {
+    const host = this.#host()
+    const file = await this.#pluginOperation(() => host.configFile(name))
+    const namespace = await this.#pluginOperation(async () => await host.module(name))
+    const plugin = namespace.default as BrokerPlugin<unknown>
+    let text: string
+    try {
+      text = setConfigValues(await readText(file), values, file)
+      validatePluginConfig(plugin.schema, parseConfigText(text, file), file)
+    } catch (err) {
+      throw new ServiceError('bad_value', (err as Error).message)
+    }
+    await writeFileAtomically(file, text)
+    if (!host.isActive(name)) return
+    if (!reloadLater) return await host.reload(name)
+    setTimeout(() => {
+      host.reload(name).catch((err: Error) => this.parts.observability.logger.error({ err, plugin: name }, 'plugin reload after a settings change failed'))
+    }, 0)
+  }
+
   // --- configuration (§2.14) ---
 
   configs (): ConfigRecord[] {
@@ -264,6 +339,32 @@ export class NodeService {
   /** False when there was no such entry. */
   async unban (as: BannedKind, who: string): Promise<boolean> {
     return await this.parts.banned.remove(as, who)
+  }
+
+  // --- publish, subscribe, unsubscribe (§4.3) ---
+
+  /** Publishes as the node on behalf of `clientId` (no ACL check: the caller is an authenticated application). */
+  async publish ({ topic, payload = '', qos = 0, retain = false }: ApiPublishRequest): Promise<void> {
+    if (!validTopicName(topic)) throw new ServiceError('bad_topic', `bad topic name ${JSON.stringify(topic)}`)
+    const engine = this.parts.engine
+    await new Promise<void>((resolve, reject) => {
+      engine.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
+    })
+  }
+
+  /** Subscribes a connected client, as if it had sent SUBSCRIBE (ACL checked, retained messages sent). */
+  async subscribe (clientId: string, topic: string, qos: 0 | 1 | 2): Promise<void> {
+    if (!validTopicFilter(topic)) throw new ServiceError('bad_topic', `bad topic filter ${JSON.stringify(topic)}`)
+    const client = this.#onlineClient(clientId)
+    if (client === undefined) throw new ServiceError('not_online', `client ${clientId} is not online`)
+    await engineSubscribe(client, topic, qos)
+  }
+
+  async unsubscribe (clientId: string, topic: string): Promise<void> {
+    if (!validTopicFilter(topic)) throw new ServiceError('bad_topic', `bad topic filter ${JSON.stringify(topic)}`)
+    const client = this.#onlineClient(clientId)
+    if (client === undefined) throw new ServiceError('not_online', `client ${clientId} is not online`)
+    await engineUnsubscribe(client, topic)
   }
 
   // --- operations on clients ---
@@ -367,14 +468,36 @@ export class NodeService {
     return host
   }
 
-  async #pluginOperation (operation: () => Promise<void>): Promise<void> {
+  async #pluginOperation<T> (operation: () => T | Promise<T>): Promise<T> {
     try {
-      await operation()
+      return await operation()
     } catch (err) {
       const code = (err as { code?: string }).code
       if (code === 'not_found' || code === 'already_started' || code === 'not_started') throw new ServiceError(code, (err as Error).message)
       throw err
     }
+  }
+}
+
+/** A topic name: not empty, no wildcard, no NUL. */
+function validTopicName (topic: string): boolean {
+  return topic !== '' && !/[+#]/.test(topic) && !topic.includes('\u0000')
+}
+
+/** A topic filter: not empty, no NUL, `+` a whole level, `#` a whole last level. */
+function validTopicFilter (filter: string): boolean {
+  if (filter === '' || filter.includes('\u0000')) return false
+  const levels = filter.split('/')
+  return levels.every((level, i) => (!level.includes('+') || level === '+') && (!level.includes('#') || (level === '#' && i === levels.length - 1)))
+}
+
+/** A file's text; empty when it does not exist. */
+async function readText (file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return ''
+    throw err
   }
 }
 

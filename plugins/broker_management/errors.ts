@@ -10,12 +10,19 @@ export class ApiError extends Error {
 /** EMQ X's v3 codes (research notes; SPEC §7.2 table). */
 export const CODE = {
   unknown: 102,
+  wrongCredentials: 103,
+  emptyCredentials: 104,
+  noSuchUser: 105,
+  adminUser: 106,
   missing: 107,
   wrongType: 108,
   notJson: 109,
   alreadyStarted: 110,
   alreadyStopped: 111,
-  notOnline: 112
+  notOnline: 112,
+  userExists: 113,
+  wrongOldPassword: 114,
+  badTopic: 115
 } as const
 
 export const notFound = (message: string): ApiError => new ApiError(404, { message })

@@ -5,6 +5,7 @@
 import type Hapi from '@hapi/hapi'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { Apps } from './apps.js'
+import { Users } from './users.js'
 import { routes } from './routes.js'
 import { createServer } from './server.js'
 import { listenOn, schema, type ManagementConfig } from './settings.js'
@@ -27,7 +28,12 @@ export default definePlugin<ManagementConfig>({
       secret: ctx.config['management.default_application.secret']
     })
     await apps.seed()
-    const api = { node: ctx.node, apps, maxRowLimit: ctx.config['management.max_row_limit'], routes }
+    const users = new Users(ctx.store, {
+      login: ctx.config['dashboard.default_user.login'],
+      password: ctx.config['dashboard.default_user.password']
+    })
+    await users.seed()
+    const api = { node: ctx.node, apps, users, maxRowLimit: ctx.config['management.max_row_limit'], routes }
     const created = await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)
     await created.start()
     server = created

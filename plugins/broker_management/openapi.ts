@@ -72,6 +72,7 @@ export function openapi (routes: readonly Route[]): JsonSchema {
         500: { description: 'unexpected failure: {message}' }
       }
     }
+    if (route.auth === false) operation.security = []
     if (route.validate?.payload !== undefined) {
       operation.requestBody = { required: true, content: { 'application/json': { schema: toJsonSchema(describe(route.validate.payload)) } } }
     }

@@ -8,14 +8,16 @@ import Joi from 'joi'
 import type { NodeView } from '../../lib/plugins/contract.js'
 import type { ServiceError } from '../../lib/service/node-service.js'
 import { newSecret, type App, type Apps } from './apps.js'
-import { ApiError, CODE, notFound } from './errors.js'
+import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
+import type { Users } from './users.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
 
 export interface ApiContext {
   node: NodeView
   apps: Apps
+  users: Users
   maxRowLimit: number
   /** the whole table (for the listing and the OpenAPI document) */
   routes: readonly Route[]
@@ -33,6 +35,8 @@ export interface Route {
   name: string
   descr: string
   paged?: boolean
+  /** false: no application credentials needed (`POST /auth` checks its own) */
+  auth?: false
   validate?: { query?: Joi.ObjectSchema, payload?: Joi.ObjectSchema }
   handler: (req: RouteRequest, api: ApiContext) => unknown
 }
@@ -49,6 +53,8 @@ function serviceError (err: unknown): never {
   switch (e.kind) {
     case 'not_found': throw notFound(e.message)
     case 'bad_value': throw new ApiError(400, { code: CODE.wrongType, message: e.message })
+    case 'bad_topic': throw new ApiError(400, { code: CODE.badTopic, message: e.message })
+    case 'not_online': throw notOnline()
     // SPEC §7.1 names the body; 409 Conflict: the plugin is already in the asked state
     case 'already_started': throw new ApiError(409, { message: 'already_started' })
     case 'not_started': throw new ApiError(409, { message: 'not_started' })
@@ -68,6 +74,19 @@ const notOnline = (): ApiError => new ApiError(404, { code: CODE.notOnline, mess
 
 function publicApp ({ secret: _secret, ...app }: App): Omit<App, 'secret'> {
   return app
+}
+
+const qos = Joi.number().integer().valid(0, 1, 2)
+const nonEmpty = Joi.string().min(1)
+const credential = Joi.string().allow('').required()
+
+/** 104 when a user name or password is empty. */
+function filledIn (...values: string[]): void {
+  if (values.some((v) => v === '')) throw badRequest(CODE.emptyCredentials, 'user name and password must not be empty')
+}
+
+async function existingUser (users: Users, username: string): Promise<void> {
+  if (await users.get(username) === undefined) throw new ApiError(404, { code: CODE.noSuchUser, message: `no user ${username}` })
 }
 
 async function existingApp (apps: Apps, appId: string): Promise<App> {
@@ -183,6 +202,52 @@ export const routes: readonly Route[] = [
     handler: ({ params }, { node }) => node.route(params.topic)
   },
 
+  // --- publish, subscribe, unsubscribe (§4.3) ---
+  {
+    method: 'POST', path: '/mqtt/publish', name: 'mqtt_publish', descr: 'Publish a MQTT message',
+    validate: {
+      payload: Joi.object({
+        topic: nonEmpty.required(),
+        payload: Joi.string().allow('').default(''),
+        qos: qos.default(0),
+        retain: Joi.boolean().default(false),
+        client_id: Joi.string().allow('').default('http').description('the publisher named in the message (default http)')
+      })
+    },
+    handler: async ({ payload }, { node }) => {
+      const body = payload as { topic: string, payload: string, qos: 0 | 1 | 2, retain: boolean, client_id: string }
+      await service(async () => await node.publish({ topic: body.topic, payload: body.payload, qos: body.qos, retain: body.retain, clientId: body.client_id }))
+      return { code: 0 }
+    }
+  },
+  {
+    method: 'POST', path: '/mqtt/subscribe', name: 'mqtt_subscribe', descr: 'Subscribe a connected client to a topic',
+    validate: { payload: Joi.object({ topic: nonEmpty.required(), qos: qos.default(0), client_id: nonEmpty.required() }) },
+    handler: async ({ payload }, { node }) => {
+      const body = payload as { topic: string, qos: 0 | 1 | 2, client_id: string }
+      await service(async () => await node.subscribe(body.client_id, body.topic, body.qos))
+      return { code: 0 }
+    }
+  },
+  {
+    method: 'POST', path: '/mqtt/unsubscribe', name: 'mqtt_unsubscribe', descr: 'Unsubscribe a connected client from a topic',
+    validate: {
+      payload: Joi.object({
+        topic: nonEmpty.required(),
+        client_id: nonEmpty.required(),
+        // accepted and ignored, as EMQ X's example sends them
+        payload: Joi.string().allow(''),
+        qos,
+        retain: Joi.boolean()
+      })
+    },
+    handler: async ({ payload }, { node }) => {
+      const body = payload as { topic: string, client_id: string }
+      await service(async () => await node.unsubscribe(body.client_id, body.topic))
+      return { code: 0 }
+    }
+  },
+
   // --- plugins (§2.13, §3) ---
   {
     method: 'GET', path: '/plugins/', name: 'list_all_plugins', descr: 'A list of plugins in the cluster',
@@ -243,6 +308,50 @@ export const routes: readonly Route[] = [
       await service(() => node.setConfig(params.app, key, value))
       return OK
     }
+  },
+
+  // --- plugin settings (§2.15) ---
+  {
+    method: 'GET', path: '/nodes/:node/plugin_configs/:plugin', name: 'get_plugin_configs', descr: 'Get the settings of a plugin',
+    handler: async ({ params }, { node }) => await service(async () => await node.pluginSettings(params.plugin))
+  },
+  {
+    method: 'PUT', path: '/nodes/:node/plugin_configs/:plugin', name: 'update_plugin_configs', descr: 'Update the settings of a plugin (reloads it when active)',
+    validate: { payload: Joi.object().pattern(Joi.string(), Joi.string().allow('')).min(1).description('setting key → value') },
+    handler: async ({ params, payload }, { node }) => {
+      // this plugin reloading itself stops the server answering: answer first
+      const reloadLater = params.plugin === 'broker_management'
+      await service(async () => await node.setPluginSettings(params.plugin, payload as Record<string, string>, { reloadLater }))
+      return OK
+    }
+  },
+
+  // --- metrics and statistics (§2.11, §2.12) ---
+  {
+    method: 'GET', path: '/metrics/', name: 'list_all_metrics', descr: 'A list of metrics of all nodes in the cluster',
+    handler: (_req, { node }) => [{ node: node.name, metrics: node.metrics() }]
+  },
+  {
+    method: 'GET', path: '/nodes/:node/metrics/', name: 'list_node_metrics', descr: 'A list of metrics of a node',
+    handler: (_req, { node }) => node.metrics()
+  },
+  {
+    method: 'GET', path: '/stats/', name: 'list_stats', descr: 'A list of stats of all nodes in the cluster',
+    handler: (_req, { node }) => [{ node: node.name, ...node.stats() }]
+  },
+  {
+    method: 'GET', path: '/nodes/:node/stats/', name: 'lookup_node_stats', descr: 'A list of stats of a node',
+    handler: (_req, { node }) => node.stats()
+  },
+
+  // --- alarms (§2.18) ---
+  {
+    method: 'GET', path: '/alarms/', name: 'get_all_alarms', descr: 'Get the present alarms of all nodes in the cluster',
+    handler: (_req, { node }) => [{ node: node.name, alarms: node.alarms() }]
+  },
+  {
+    method: 'GET', path: '/alarms/:node', name: 'get_alarms', descr: 'Get the present alarms of a node',
+    handler: (_req, { node }) => node.alarms()
   },
 
   // --- banned (§2.16) ---
@@ -315,6 +424,61 @@ export const routes: readonly Route[] = [
     method: 'DELETE', path: '/apps/:appid', name: 'del_app', descr: 'Delete an application',
     handler: async ({ params }, { apps }) => {
       if (!await apps.remove(params.appid)) throw notFound(`no application ${params.appid}`)
+      return OK
+    }
+  },
+
+  // --- administrator users (§2.17, §5.1) ---
+  {
+    method: 'GET', path: '/users/', name: 'list_users', descr: 'List administrator users',
+    handler: async (_req, { users }) => await users.list()
+  },
+  {
+    method: 'POST', path: '/users/', name: 'create_user', descr: 'Create an administrator user',
+    validate: { payload: Joi.object({ username: credential, password: credential, tags: Joi.string().allow('').default('') }) },
+    handler: async ({ payload }, { users }) => {
+      const { username, password, tags } = payload as { username: string, password: string, tags: string }
+      filledIn(username, password)
+      if (await users.get(username) !== undefined) throw badRequest(CODE.userExists, `user ${username} already exists`)
+      await users.add(username, password, tags)
+      return OK
+    }
+  },
+  {
+    method: 'PUT', path: '/users/:name', name: 'update_user', descr: 'Update the tags of an administrator user',
+    validate: { payload: Joi.object({ tags: Joi.string().allow('').required() }) },
+    handler: async ({ params, payload }, { users }) => {
+      if (!await users.setTags(params.name, (payload as { tags: string }).tags)) throw new ApiError(404, { code: CODE.noSuchUser, message: `no user ${params.name}` })
+      return OK
+    }
+  },
+  {
+    method: 'DELETE', path: '/users/:name', name: 'delete_user', descr: 'Delete an administrator user',
+    handler: async ({ params }, { users }) => {
+      if (params.name === users.defaultUser.login) throw new ApiError(403, { code: CODE.adminUser, message: 'the admin user cannot be deleted' })
+      if (!await users.remove(params.name)) throw new ApiError(404, { code: CODE.noSuchUser, message: `no user ${params.name}` })
+      return OK
+    }
+  },
+  {
+    method: 'POST', path: '/auth', name: 'auth_user', descr: 'Check the user name and password of an administrator user', auth: false,
+    validate: { payload: Joi.object({ username: credential, password: credential }) },
+    handler: async ({ payload }, { users }) => {
+      const { username, password } = payload as { username: string, password: string }
+      filledIn(username, password)
+      if (!await users.verify(username, password)) throw badRequest(CODE.wrongCredentials, 'wrong user name or password')
+      return OK
+    }
+  },
+  {
+    method: 'PUT', path: '/change_pwd/:username', name: 'change_pwd', descr: 'Change the password of an administrator user',
+    validate: { payload: Joi.object({ old_pwd: credential, new_pwd: credential }) },
+    handler: async ({ params, payload }, { users }) => {
+      const { old_pwd: oldPassword, new_pwd: newPassword } = payload as { old_pwd: string, new_pwd: string }
+      filledIn(oldPassword, newPassword)
+      await existingUser(users, params.username)
+      if (!await users.verify(params.username, oldPassword)) throw badRequest(CODE.wrongOldPassword, 'the old password is wrong')
+      await users.setPassword(params.username, newPassword)
       return OK
     }
   }

@@ -60,12 +60,13 @@ export async function createServer (listen: { host: string, port: number }, api:
   })
 
   // hapi's own refusals (no route, body not JSON, bad auth header) in this API's shapes
+  const open = new Set(api.routes.filter((r) => r.auth === false).map((r) => hapiPath(r.path)))
   server.ext('onPreResponse', (request, h) => {
     const response = request.response
     if (!('isBoom' in response) || response.isBoom !== true) return h.continue
     const boom = response as Boom
     const status = boom.output.statusCode
-    if (status === 401 || (status === 400 && !request.auth.isAuthenticated)) {
+    if (status === 401 || (status === 400 && !request.auth.isAuthenticated && !open.has(request.route.path))) {
       return answer(h, 401, { message: 'unauthorized' }).header('WWW-Authenticate', `Basic realm="${REALM}"`)
     }
     if (status === 404) return answer(h, 404, { message: 'not found' })
@@ -84,6 +85,7 @@ function hapiRoute (route: Route, api: ApiContext, logger: Logger): Hapi.ServerR
     method: route.method,
     path: hapiPath(route.path),
     options: {
+      auth: route.auth === false ? false : undefined,
       // parsed here (not by hapi's validate) so every failure becomes this API's own error body
       payload: route.method === 'GET' || route.method === 'DELETE' ? undefined : { parse: true, allow: 'application/json', failAction: 'error' }
     },

@@ -7,13 +7,17 @@ export interface ManagementConfig {
   'management.max_row_limit': number
   'management.default_application.id': string
   'management.default_application.secret': string
+  'dashboard.default_user.login': string
+  'dashboard.default_user.password': string
 }
 
 export const schema = Joi.object<ManagementConfig>({
   'management.listener.http': Joi.string().pattern(/^(?:\S+:)?\d{1,5}$/, '<port> or <address>:<port>').default('8080'),
   'management.max_row_limit': Joi.number().integer().min(1).default(10000),
   'management.default_application.id': Joi.string().min(1).default('admin'),
-  'management.default_application.secret': Joi.string().min(1).default('public')
+  'management.default_application.secret': Joi.string().min(1).default('public'),
+  'dashboard.default_user.login': Joi.string().min(1).default('admin'),
+  'dashboard.default_user.password': Joi.string().min(1).default('public')
 })
 
 /** `8080` → all addresses; `127.0.0.1:8080` → that address. */

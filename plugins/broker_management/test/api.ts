@@ -12,10 +12,11 @@ export interface ApiNode {
 
 export const DEFAULT_AUTH = 'admin:public'
 
-export async function startApiNode (settings: Record<string, string | number> = {}, plugin: Record<string, string | number> = {}, listeners: ListenerKind[] = ['tcp']): Promise<ApiNode> {
+/** `others`: more plugins to load after broker_management, with their settings. */
+export async function startApiNode (settings: Record<string, string | number> = {}, plugin: Record<string, string | number> = {}, listeners: ListenerKind[] = ['tcp'], others: Record<string, Record<string, string | number>> = {}): Promise<ApiNode> {
   const port = await freePort()
   const broker = await startBroker(settings, listeners, undefined, {
-    plugins: { broker_management: { 'management.listener.http': `127.0.0.1:${port}`, ...plugin } }
+    plugins: { broker_management: { 'management.listener.http': `127.0.0.1:${port}`, ...plugin }, ...others }
   })
   const base = `http://127.0.0.1:${port}/api/v3`
   return {

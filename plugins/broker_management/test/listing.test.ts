@@ -16,6 +16,12 @@ t.test('GET / lists every row of the route table', async (t) => {
   }
   for (const l of listed) t.same(Object.keys(l).sort(), ['descr', 'method', 'name', 'path'])
   t.ok(listed.some((l) => l.path === '/nodes/:node/connections/:clientid'), 'path params written :param')
+  // the operations of SPEC §4.2 added last (publish, metrics, stats, plugin settings, alarms, users) are listed
+  for (const [method, path] of [['POST', '/mqtt/publish'], ['POST', '/mqtt/subscribe'], ['POST', '/mqtt/unsubscribe'], ['GET', '/metrics/'], ['GET', '/nodes/:node/metrics/'],
+    ['GET', '/stats/'], ['GET', '/nodes/:node/stats/'], ['GET', '/nodes/:node/plugin_configs/:plugin'], ['PUT', '/nodes/:node/plugin_configs/:plugin'], ['GET', '/alarms/'],
+    ['GET', '/alarms/:node'], ['GET', '/users/'], ['POST', '/users/'], ['PUT', '/users/:name'], ['DELETE', '/users/:name'], ['POST', '/auth'], ['PUT', '/change_pwd/:username']]) {
+    t.ok(listed.some((l) => l.method === method && l.path === path), `${method} ${path} listed`)
+  }
 })
 
 t.test('GET /openapi.json is an OpenAPI 3 document naming every path and method', async (t) => {
@@ -37,4 +43,7 @@ t.test('GET /openapi.json is an OpenAPI 3 document naming every path and method'
   t.same(schema.required, ['who', 'as'])
   t.same(schema.properties.as.enum, ['client_id', 'username', 'ip_address'])
   t.equal(schema.properties.until.type, 'integer')
+  const paths = doc.paths as unknown as Record<string, Record<string, { security?: unknown[] }>>
+  t.same(paths['/api/v3/auth'].post.security, [], 'POST /auth needs no application credentials')
+  t.equal(paths['/api/v3/users/'].get.security, undefined, 'the others use the document\'s security')
 })

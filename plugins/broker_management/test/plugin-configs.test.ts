@@ -1,0 +1,93 @@
+// GET/PUT /nodes/:node/plugin_configs/:plugin (SPEC §2.15): read, validated and atomic writes, reload seen by real MQTT clients.
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { closeAll, connect, nextMessages } from '../../../test/helpers/mqtt.js'
+import { startApiNode } from './api.js'
+
+const api = await startApiNode({}, {}, ['tcp'], { broker_plugin_template: { 'template.greeting_topic': 'greetings' } })
+t.teardown(async () => await api.stop())
+const node = api.broker.node.name
+const confFile = join(api.broker.dataDir, 'etc', 'broker_plugin_template.conf')
+const path = `/nodes/${node}/plugin_configs/broker_plugin_template`
+
+async function greetingTo (filter: string, clientId: string): Promise<string> {
+  const watcher = await connect(api.mqttUrl, { clientId: `watch-${clientId}` })
+  try {
+    await watcher.subscribeAsync(filter)
+    const got = nextMessages(watcher, 1)
+    const greeted = await connect(api.mqttUrl, { clientId })
+    await closeAll(greeted)
+    return (await got)[0].topic
+  } finally {
+    await closeAll(watcher)
+  }
+}
+
+t.test('GET: the keys of the conf file (required), or the module\'s describeSettings', async (t) => {
+  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: 'greetings', desc: '', required: true }])
+  const http = (await api.call('GET', `/nodes/${node}/plugin_configs/broker_auth_http`)).body as Array<Record<string, unknown>>
+  t.ok(http.length >= 9)
+  t.match(http.find((i) => i.key === 'auth.http.auth_req'), { key: 'auth.http.auth_req', value: String, desc: /authentication/, required: false })
+  for (const item of http) t.same(Object.keys(item).sort(), ['desc', 'key', 'required', 'value'])
+  t.match(await api.call('GET', `/nodes/${node}/plugin_configs/broker_nothing`), { status: 404 })
+  t.match(await api.call('GET', '/nodes/other@host/plugin_configs/broker_plugin_template'), { status: 404 })
+})
+
+t.test('PUT: a bad value is refused (108) and the file is untouched', async (t) => {
+  const before = await readFile(confFile, 'utf8')
+  t.match(await api.call('PUT', path, { body: { 'template.greeting_topic': 'bad/+' } }), { status: 400, body: { code: 108 } })
+  t.match(await api.call('PUT', path, { body: { 'template.no_such_key': 'x' } }), { status: 400, body: { code: 108 } })
+  t.match(await api.call('PUT', path, { body: { 'template.greeting_topic': 5 } }), { status: 400, body: { code: 108 } })
+  t.equal(await readFile(confFile, 'utf8'), before)
+  t.equal(await greetingTo('greetings/+', 'still-old'), 'greetings/still-old')
+})
+
+t.test('PUT: the file keeps its comments, the value is replaced, the plugin reloads with it', async (t) => {
+  await writeFile(confFile, '## the greeting prefix\ntemplate.greeting_topic = greetings\n# end\n')
+  const res = await api.call('PUT', path, { body: { 'template.greeting_topic': 'hello/there' } })
+  t.equal(res.status, 200)
+  t.equal(res.body, 'ok')
+  t.equal(await readFile(confFile, 'utf8'), '## the greeting prefix\ntemplate.greeting_topic = hello/there\n# end\n')
+  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: 'hello/there', desc: '', required: true }])
+  t.equal(await greetingTo('hello/there/+', 'newcomer'), 'hello/there/newcomer')
+  const plugins = (await api.call('GET', `/nodes/${node}/plugins/`)).body as Array<{ name: string, active: boolean }>
+  t.equal(plugins.find((p) => p.name === 'broker_plugin_template')?.active, true)
+})
+
+t.test('PUT: a key missing from the file is appended', async (t) => {
+  await writeFile(confFile, '# nothing set\n')
+  t.equal((await api.call('PUT', path, { body: { 'template.greeting_topic': 'added' } })).body, 'ok')
+  t.equal(await readFile(confFile, 'utf8'), '# nothing set\ntemplate.greeting_topic = added\n')
+  t.equal(await greetingTo('added/+', 'appended'), 'added/appended')
+})
+
+t.test('PUT: values a conf line must quote round-trip; values it cannot hold are refused', async (t) => {
+  await writeFile(confFile, 'template.greeting_topic = greetings\n')
+  t.equal((await api.call('PUT', path, { body: { 'template.greeting_topic': ' spaced out ' } })).body, 'ok')
+  t.equal(await readFile(confFile, 'utf8'), 'template.greeting_topic = " spaced out "\n')
+  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: ' spaced out ', desc: '', required: true }])
+  t.match(await api.call('PUT', path, { body: { 'template.greeting_topic': 'line\nbreak' } }), { status: 400, body: { code: 108 } })
+  t.match(await api.call('PUT', path, { body: { 'bad key': 'x' } }), { status: 400, body: { code: 108 } })
+  t.equal(await readFile(confFile, 'utf8'), 'template.greeting_topic = " spaced out "\n')
+})
+
+t.test('PUT on broker_management itself: answered, then the API comes back with the new setting', async (t) => {
+  const own = `/nodes/${node}/plugin_configs/broker_management`
+  const res = await api.call('PUT', own, { body: { 'management.max_row_limit': '2' } })
+  t.equal(res.status, 200)
+  t.equal(res.body, 'ok')
+  t.match(await readFile(join(api.broker.dataDir, 'etc', 'broker_management.conf'), 'utf8'), /^management\.max_row_limit = 2$/m)
+  const deadline = Date.now() + 10_000
+  let limit: number | undefined
+  while (Date.now() < deadline) {
+    try {
+      limit = ((await api.call('GET', '/banned/')).body as { meta?: { limit: number } }).meta?.limit
+      if (limit === 2) break
+    } catch {
+      // the server is restarting
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  t.equal(limit, 2, 'the reloaded API pages by the new limit')
+})
