@@ -16,7 +16,7 @@ import { engineClient } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
 import { SessionTimers } from './engine/session-timers.js'
-import { indexStore } from './engine/store-index.js'
+import { indexStore, type StoreIndex } from './engine/store-index.js'
 import { SharedSubscriptions } from './engine/shared-subscriptions.js'
 import { openStore, type AedesPersistence } from './engine/store.js'
 import { mapEngineEvents } from './hooks/engine-events.js'
@@ -52,6 +52,7 @@ interface Parts {
   db: Level<string, Buffer>
   persistence: AedesPersistence
   timers: SessionTimers
+  storeIndex: StoreIndex
 }
 
 export class BrokerNode {
@@ -66,6 +67,8 @@ export class BrokerNode {
   readonly banned: BannedList
   readonly plugins: PluginHost
   readonly observability: Observability
+  /** which client ids have anything in the store */
+  readonly storeIndex: StoreIndex
   readonly #db: Level<string, Buffer>
   readonly #persistence: AedesPersistence
   readonly #timers: SessionTimers
@@ -82,6 +85,7 @@ export class BrokerNode {
     this.banned = parts.banned
     this.plugins = parts.plugins
     this.observability = parts.observability
+    this.storeIndex = parts.storeIndex
     this.#db = parts.db
     this.#persistence = parts.persistence
     this.#timers = parts.timers
@@ -106,8 +110,10 @@ export class BrokerNode {
     let engine: Aedes | undefined
     let banned: BannedList | undefined
     let timers: SessionTimers | undefined
+    let plugins: PluginHost | undefined
+    let observability: Observability | undefined
     try {
-      await indexStore(db, persistence)
+      const storeIndex = await indexStore(db, persistence)
       const retainer = new Retainer(config)
       await retainer.attach(persistence)
       const queues = new SessionQueues(config,
@@ -124,7 +130,7 @@ export class BrokerNode {
       const callbacks = createCallbacks({ config, access, hooks })
       const enhanced = new EnhancedAuth(hooks, logger)
       const authenticate = createAuthenticate({ config, hooks, banned, enhanced, logger })
-      const observability = new Observability(config, logger)
+      observability = new Observability(config, logger)
       const shared = new SharedSubscriptions(config)
       timers = new SessionTimers(db, logger)
       engine = await createEngine({ config, persistence, shared, enhanced, timers, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
@@ -135,8 +141,8 @@ export class BrokerNode {
       const running = engine
       // the service is given to the plugins, and the listeners open after the plugins boot: both are read late
       const late: { plugins?: PluginHost, listeners: Listener[] } = { listeners: [] }
-      const service = new NodeService({ config, engine, access, banned, queues, observability, plugins: () => late.plugins, listeners: () => late.listeners })
-      const plugins = new PluginHost({
+      const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners })
+      plugins = new PluginHost({
         pluginDirs: [join(root, import.meta.url.endsWith('.ts') ? 'plugins' : 'dist/plugins'), ...pluginDirs],
         etcDir: resolvePath(root, config.get('plugins.etc_dir')),
         loadedFile: join(dataDir, 'loaded_plugins'),
@@ -153,7 +159,7 @@ export class BrokerNode {
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       late.listeners = listeners
       observability.attach({ engine, listeners, retainer, queues, hooks, shared })
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, timers })
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, timers, storeIndex })
       try {
         for (const listener of listeners) {
           await listener.start()
@@ -167,6 +173,9 @@ export class BrokerNode {
       return node
     } catch (err) {
       if (engine !== undefined && !engine.closed) await closeEngine(engine)
+      // a failure after the plugins booted (e.g. a listener's certificate) must not leave them running
+      await plugins?.stopAll()
+      observability?.stop()
       await timers?.stop()
       banned?.close()
       if (db.status === 'open') await persistence.destroy()

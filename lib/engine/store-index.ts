@@ -21,7 +21,13 @@ interface IndexedPersistence extends AedesPersistence {
 /** key prefix → the set of decoded client ids found under it */
 const PREFIXES = { subscriptions: 'subscriptions:', will: 'will:', incoming: 'incoming:' } as const
 
-export async function indexStore (db: Level<string, Buffer>, persistence: AedesPersistence): Promise<void> {
+/** What the index tells the rest of the node. */
+export interface StoreIndex {
+  /** client ids that have subscriptions in the store (persistent sessions, online or not) */
+  clientsWithSubscriptions: () => string[]
+}
+
+export async function indexStore (db: Level<string, Buffer>, persistence: AedesPersistence): Promise<StoreIndex> {
   const withSubscriptions = await idsUnder(db, PREFIXES.subscriptions, true)
   const withWill = await idsUnder(db, PREFIXES.will, false)
   const withIncoming = await idsUnder(db, PREFIXES.incoming, true)
@@ -55,6 +61,7 @@ export async function indexStore (db: Level<string, Buffer>, persistence: AedesP
     await cleanIncoming.call(p, client)
     withIncoming.delete(client.id)
   }
+  return { clientsWithSubscriptions: () => [...withSubscriptions] }
 }
 
 /** Client ids (decoded) of the keys under `prefix`; with `delimited`, the id ends at the next ':'. */

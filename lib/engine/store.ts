@@ -16,6 +16,7 @@ export interface AedesPersistence {
   setup: (broker: unknown) => Promise<void>
   storeRetained: (packet: RetainedPacket) => Promise<void>
   createRetainedStream: (pattern: string) => NodeJS.ReadableStream
+  subscriptionsByClient: (client: { id: string }) => Promise<unknown[]>
   destroy: () => Promise<void>
 }
 

@@ -11,6 +11,8 @@ import { clientState } from '../access/client-state.js'
 import type { Config } from '../config/store.js'
 import { engineClient, engineClientFacts, engineClients, engineSubscribe, engineUnsubscribe, onMessageDropped, type EngineClient } from '../engine/internals.js'
 import type { SessionQueues } from '../engine/session-queue.js'
+import type { StoreIndex } from '../engine/store-index.js'
+import type { AedesPersistence } from '../engine/store.js'
 import { noteDisconnectReason } from '../hooks/engine-events.js'
 import type { ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
@@ -119,6 +121,9 @@ export interface NodeServiceParts {
   banned: BannedList
   queues: SessionQueues
   observability: Observability
+  /** which client ids have stored subscriptions: the persistent sessions, offline ones included */
+  storeIndex: StoreIndex
+  persistence: Pick<AedesPersistence, 'subscriptionsByClient'>
   /** built after the service (the host is given the service), hence read late */
   plugins: () => PluginHost | undefined
   /** opened after the plugins boot, hence read late */
@@ -196,13 +201,26 @@ export class NodeService {
     return client === undefined ? [] : [this.#connection(client)]
   }
 
-  sessions (): SessionRecord[] {
-    return this.#online().map((c) => this.#session(c))
+  /** The connected clients' sessions, then the persistent sessions whose client is offline (from the store). */
+  async sessions (): Promise<SessionRecord[]> {
+    const online = this.#online()
+    const connected = new Set(online.map((c) => c.id))
+    const offline: SessionRecord[] = []
+    for (const clientId of this.parts.storeIndex.clientsWithSubscriptions().sort()) {
+      if (connected.has(clientId) || engineClient(this.parts.engine, clientId)?.closed === false) continue
+      const record = await this.#offlineSession(clientId)
+      if (record !== undefined) offline.push(record)
+    }
+    return [...online.map((c) => this.#session(c)), ...offline]
   }
 
-  session (clientId: string): SessionRecord[] {
+  async session (clientId: string): Promise<SessionRecord[]> {
     const client = this.#onlineClient(clientId)
-    return client === undefined ? [] : [this.#session(client)]
+    if (client !== undefined) return [this.#session(client)]
+    if (engineClient(this.parts.engine, clientId)?.closed === false) return []
+    if (!this.parts.storeIndex.clientsWithSubscriptions().includes(clientId)) return []
+    const record = await this.#offlineSession(clientId)
+    return record === undefined ? [] : [record]
   }
 
   subscriptions (): SubscriptionRecord[] {
@@ -455,6 +473,40 @@ export class NodeService {
       node: this.name,
       subscriptions_count: Object.keys(client.subscriptions).length,
       username: text(clientState(client)?.info.username)
+    }
+  }
+
+  /**
+   * A persistent session whose client is offline, from the store: its stored subscriptions and queued messages.
+   * What only a live session knows is not kept: `created_at` "undefined", `username` "undefined", the counters 0,
+   * `expiry_interval` the zone's setting (a v5 client's own interval is not stored with its subscriptions).
+   */
+  async #offlineSession (clientId: string): Promise<SessionRecord | undefined> {
+    const { config, persistence, queues } = this.parts
+    const subscriptions = await persistence.subscriptionsByClient({ id: clientId })
+    if (subscriptions.length === 0) return undefined
+    return {
+      awaiting_rel_len: 0,
+      binding: 'local',
+      clean_start: false,
+      client_id: clientId,
+      created_at: 'undefined',
+      deliver_msg: 0,
+      enqueue_msg: 0,
+      expiry_interval: Math.round(config.get('zone.external.session_expiry_interval') / 1000),
+      heap_size: 0,
+      inflight_len: 0,
+      mailbox_len: 0,
+      max_awaiting_rel: config.get('zone.external.max_awaiting_rel'),
+      max_inflight: config.get('zone.external.max_inflight'),
+      max_mqueue: config.get('zone.external.max_mqueue_len'),
+      max_subscriptions: config.get('zone.external.max_subscriptions'),
+      mqueue_dropped: this.#dropped.get(clientId) ?? 0,
+      mqueue_len: queues.length(clientId),
+      node: this.name,
+      reductions: 0,
+      subscriptions_count: subscriptions.length,
+      username: 'undefined'
     }
   }
 

@@ -2,6 +2,8 @@
 // Every request authenticates as an application (§5.1). The operations are
 // the rows of routes.ts; they reach the node only through the node service
 // (`ctx.node`). README.md lists the settings and the decisions.
+import { readFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
 import type Hapi from '@hapi/hapi'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { Apps } from './apps.js'
@@ -14,7 +16,17 @@ export { schema } from './settings.js'
 export type { ManagementConfig } from './settings.js'
 
 // one load at a time (the host serialises load and unload)
-let server: Hapi.Server | null = null
+let servers: Hapi.Server[] = []
+
+/** A PEM file named by a setting, relative to the install root; a missing or unreadable file names the key and path. */
+async function pemFile (root: string, key: string, value: string): Promise<Buffer> {
+  const path = resolve(root, value)
+  try {
+    return await readFile(path)
+  } catch (err) {
+    throw new Error(`${key}: cannot read ${path}: ${(err as Error).message}`, { cause: err })
+  }
+}
 
 export default definePlugin<ManagementConfig>({
   name: 'broker_management',
@@ -23,6 +35,14 @@ export default definePlugin<ManagementConfig>({
   schema,
 
   async load (ctx) {
+    // the HTTPS files are read first, so a missing one fails the load before anything starts
+    const https = ctx.config['management.listener.https']
+    const tls = https === undefined
+      ? undefined
+      : {
+          cert: await pemFile(ctx.root, 'management.listener.https.certfile', ctx.config['management.listener.https.certfile']),
+          key: await pemFile(ctx.root, 'management.listener.https.keyfile', ctx.config['management.listener.https.keyfile'])
+        }
     const apps = new Apps(ctx.store, {
       id: ctx.config['management.default_application.id'],
       secret: ctx.config['management.default_application.secret']
@@ -34,15 +54,26 @@ export default definePlugin<ManagementConfig>({
     })
     await users.seed()
     const api = { node: ctx.node, apps, users, maxRowLimit: ctx.config['management.max_row_limit'], routes }
-    const created = await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)
-    await created.start()
-    server = created
-    ctx.logger.info({ uri: created.info.uri }, 'management API listening')
+    // HTTP, and HTTPS when set: two hapi servers built from the same route table
+    const created = [await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)]
+    if (https !== undefined && tls !== undefined) created.push(await createServer(listenOn(https), api, ctx.logger, tls))
+    const started: Hapi.Server[] = []
+    try {
+      for (const server of created) {
+        await server.start()
+        started.push(server)
+        ctx.logger.info({ uri: server.info.uri }, 'management API listening')
+      }
+    } catch (err) {
+      for (const server of started) await server.stop({ timeout: 2000 })
+      throw err
+    }
+    servers = started
   },
 
   async unload () {
-    const running = server
-    server = null
-    await running?.stop({ timeout: 2000 })
+    const running = servers
+    servers = []
+    for (const server of running) await server.stop({ timeout: 2000 })
   }
 })

@@ -35,8 +35,9 @@ function answer (h: Hapi.ResponseToolkit, status: number, body: unknown): Hapi.R
   return h.response(JSON.stringify(body)).type('application/json').code(status)
 }
 
-export async function createServer (listen: { host: string, port: number }, api: ApiContext, logger: Logger): Promise<Hapi.Server> {
-  const server = Hapi.server({ host: listen.host, port: listen.port, router: { stripTrailingSlash: true } })
+/** `tls`: serve HTTPS with this certificate and key (PEM) instead of HTTP. */
+export async function createServer (listen: { host: string, port: number }, api: ApiContext, logger: Logger, tls?: { cert: Buffer, key: Buffer }): Promise<Hapi.Server> {
+  const server = Hapi.server({ host: listen.host, port: listen.port, router: { stripTrailingSlash: true }, ...(tls === undefined ? {} : { tls }) })
   await server.register(Basic)
   server.auth.strategy('application', 'basic', {
     unauthorizedAttributes: { realm: REALM },

@@ -4,6 +4,11 @@ import Joi from 'joi'
 export interface ManagementConfig {
   /** `<port>` or `<address>:<port>` */
   'management.listener.http': string
+  /** `<port>` or `<address>:<port>`; unset: no HTTPS listener */
+  'management.listener.https'?: string
+  /** PEM files of the HTTPS listener, relative to the install root */
+  'management.listener.https.certfile': string
+  'management.listener.https.keyfile': string
   'management.max_row_limit': number
   'management.default_application.id': string
   'management.default_application.secret': string
@@ -13,6 +18,9 @@ export interface ManagementConfig {
 
 export const schema = Joi.object<ManagementConfig>({
   'management.listener.http': Joi.string().pattern(/^(?:\S+:)?\d{1,5}$/, '<port> or <address>:<port>').default('8080'),
+  'management.listener.https': Joi.string().pattern(/^(?:\S+:)?\d{1,5}$/, '<port> or <address>:<port>'),
+  'management.listener.https.certfile': Joi.string().min(1).default('etc/certs/cert.pem'),
+  'management.listener.https.keyfile': Joi.string().min(1).default('etc/certs/key.pem'),
   'management.max_row_limit': Joi.number().integer().min(1).default(10000),
   'management.default_application.id': Joi.string().min(1).default('admin'),
   'management.default_application.secret': Joi.string().min(1).default('public'),

@@ -1,0 +1,55 @@
+// A handler that throws: 500 {message}, and the server keeps serving.
+import t from 'tap'
+import pino from 'pino'
+import { routes, type ApiContext } from '../routes.js'
+import { createServer } from '../server.js'
+
+const auth = { authorization: `Basic ${Buffer.from('admin:public').toString('base64')}` }
+
+t.test('a throwing node service method → 500 {message}; the next request is served', async (t) => {
+  let calls = 0
+  // only what these requests reach: the application check and two node service members
+  const api = {
+    node: {
+      name: 'fake@host',
+      sessions: () => { calls++; throw new Error('the store is on fire') },
+      alarms: () => []
+    },
+    apps: { verify: async (id: string, secret: string) => id === 'admin' && secret === 'public' },
+    users: {},
+    maxRowLimit: 100,
+    routes
+  } as unknown as ApiContext
+  const server = await createServer({ host: '127.0.0.1', port: 0 }, api, pino({ level: 'silent' }))
+
+  const failed = await server.inject({ method: 'GET', url: '/api/v3/sessions/', headers: auth })
+  t.equal(calls, 1, 'the handler ran')
+  t.equal(failed.statusCode, 500)
+  t.match(failed.headers['content-type'], /^application\/json/)
+  t.same(JSON.parse(failed.payload), { message: 'the store is on fire' })
+
+  const next = await server.inject({ method: 'GET', url: '/api/v3/alarms/', headers: auth })
+  t.equal(next.statusCode, 200)
+  t.same(JSON.parse(next.payload), [{ node: 'fake@host', alarms: [] }])
+  const listing = await server.inject({ method: 'GET', url: '/api/v3/', headers: auth })
+  t.equal(listing.statusCode, 200)
+  t.equal((JSON.parse(listing.payload) as unknown[]).length, routes.length)
+
+  // and again: a second failure is still a 500, not a broken server
+  t.equal((await server.inject({ method: 'GET', url: '/api/v3/sessions/', headers: auth })).statusCode, 500)
+  t.equal(calls, 2)
+})
+
+t.test('an async (rejected) failure is a 500 too', async (t) => {
+  const api = {
+    node: { name: 'fake@host', sessions: async () => await Promise.reject(new Error('later')) },
+    apps: { verify: async () => true },
+    users: {},
+    maxRowLimit: 100,
+    routes
+  } as unknown as ApiContext
+  const server = await createServer({ host: '127.0.0.1', port: 0 }, api, pino({ level: 'silent' }))
+  const res = await server.inject({ method: 'GET', url: '/api/v3/sessions/', headers: auth })
+  t.equal(res.statusCode, 500)
+  t.same(JSON.parse(res.payload), { message: 'later' })
+})
