@@ -26,3 +26,12 @@ export function createLogger (level: string, pretty = process.stdout.isTTY === t
   }
   return pino(options)
 }
+
+/** Keeps `logger`'s level on `log.console.level` as it changes at run time; returns the undo. */
+export function followLevel (config: { on: (event: 'change', listener: (key: string, value: unknown) => void) => unknown, off: (event: 'change', listener: (key: string, value: unknown) => void) => unknown }, logger: Logger): () => void {
+  const onChange = (key: string, value: unknown): void => {
+    if (key === 'log.console.level') logger.level = pinoLevel(String(value))
+  }
+  config.on('change', onChange)
+  return () => { config.off('change', onChange) }
+}

@@ -22,7 +22,7 @@ import { openStore, type AedesPersistence } from './engine/store.js'
 import { mapEngineEvents } from './hooks/engine-events.js'
 import { HookRegistry } from './hooks/registry.js'
 import { createListeners, type Listener } from './listeners/index.js'
-import type { Logger } from './log.js'
+import { followLevel, type Logger } from './log.js'
 import type { PublishRequest } from './plugins/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
@@ -72,6 +72,7 @@ export class BrokerNode {
   readonly #db: Level<string, Buffer>
   readonly #persistence: AedesPersistence
   readonly #timers: SessionTimers
+  readonly #unfollowLevel: () => void
   #stopping: Promise<void> | null = null
 
   private constructor (readonly config: Config, readonly logger: Logger, parts: Parts) {
@@ -89,6 +90,7 @@ export class BrokerNode {
     this.#db = parts.db
     this.#persistence = parts.persistence
     this.#timers = parts.timers
+    this.#unfollowLevel = followLevel(config, logger)
   }
 
   get name (): string {
@@ -196,6 +198,7 @@ export class BrokerNode {
     await this.#timers.stop()
     await this.plugins.stopAll()
     this.observability.stop()
+    this.#unfollowLevel()
     this.banned.close()
     if (this.#db.status === 'open') await this.#persistence.destroy()
     this.logger.info({ node: this.name }, 'broker node stopped')

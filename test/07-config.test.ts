@@ -9,7 +9,7 @@ import { loadConfig, envToLines } from '../lib/config/load.js'
 import { parseConfigText } from '../lib/config/parse.js'
 import { Config } from '../lib/config/store.js'
 import { INSTALL_ROOT } from '../lib/root.js'
-import { tempDir } from './helpers/broker.js'
+import { startBroker, tempDir } from './helpers/broker.js'
 
 t.test('the shipped etc/broker.conf loads and matches the documented defaults', async (t) => {
   const config = await loadConfig({ file: join(INSTALL_ROOT, 'etc/broker.conf') })
@@ -121,4 +121,14 @@ t.test('bin/broker --help and an unknown flag', async (t) => {
     t.equal((await once(child, 'exit'))[0], code)
     t.match(out, pattern)
   }
+})
+
+t.test('log.console.level changed at run time applies to the node log', async (t) => {
+  const broker = await startBroker()
+  t.teardown(broker.stop)
+  t.equal(broker.node.logger.level, 'error')
+  broker.node.config.set('log.console.level', 'debug', 'test')
+  t.equal(broker.node.logger.level, 'debug')
+  broker.node.config.set('log.console.level', 'warning', 'test')
+  t.equal(broker.node.logger.level, 'warn', 'EMQ X names map onto pino levels')
 })
