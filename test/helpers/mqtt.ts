@@ -50,7 +50,13 @@ export async function noMessageWithin (client: MqttClient, ms: number): Promise<
   }
 }
 
-/** Resolves with the arguments of the emitter's next `event` (MQTT.js clients included). */
+/** Resolves with the arguments of the emitter's next `event` (MQTT.js clients included); the wait keeps the process alive. */
 export async function waitEvent<T extends unknown[]> (emitter: object, event: string, timeoutMs = 5000): Promise<T> {
-  return await (once(emitter as NodeJS.EventEmitter, event, { signal: AbortSignal.timeout(timeoutMs) }) as Promise<T>)
+  const abort = new AbortController()
+  const timer = setTimeout(() => abort.abort(new Error(`timed out waiting for ${event}`)), timeoutMs)
+  try {
+    return await (once(emitter as NodeJS.EventEmitter, event, { signal: abort.signal }) as Promise<T>)
+  } finally {
+    clearTimeout(timer)
+  }
 }
