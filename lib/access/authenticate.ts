@@ -11,18 +11,9 @@ import type { Refusal as ListenerRefusal } from '../listeners/gate.js'
 import type { Logger } from '../log.js'
 import type { BannedList } from './banned.js'
 import { clientInfoOf, expandMountpoint, setClientState } from './client-state.js'
+import { REFUSALS, type Refusal } from './refusals.js'
 import type { EnhancedAuth } from './enhanced-auth.js'
 
-/** MQTT 3.x CONNACK return codes and the MQTT 5 reason codes the node chooses (SPEC §7, MQTT 5 §3.2.2.2). */
-const REFUSALS = {
-  client_id_not_valid: { returnCode: 2, reasonCode: 0x85 },
-  bad_username_or_password: { returnCode: 4, reasonCode: 0x86 },
-  not_authorized: { returnCode: 5, reasonCode: 0x87 },
-  banned: { returnCode: 5, reasonCode: 0x8a },
-  quota_exceeded: { returnCode: 3, reasonCode: 0x97 },
-  server_busy: { returnCode: 3, reasonCode: 0x89 }
-} as const
-type Refusal = keyof typeof REFUSALS
 
 function refusal (reason: Refusal, message: string): AuthenticateError {
   return Object.assign(new Error(message), REFUSALS[reason]) as unknown as AuthenticateError

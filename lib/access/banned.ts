@@ -2,6 +2,7 @@
 // each until a time (unix seconds). Kept durably in the node's store, checked
 // at connect, swept when they expire.
 import type { Level } from 'level'
+import { textSublevel, type TextSublevel } from '../engine/store.js'
 
 export const BANNED_KINDS = ['client_id', 'username', 'ip_address'] as const
 export type BannedKind = typeof BANNED_KINDS[number]
@@ -20,18 +21,14 @@ export interface BannedEntry {
 export const DEFAULT_BAN_SECONDS = 300
 const SWEEP_MS = 60_000
 
-function openSublevel (db: Level<string, Buffer>) {
-  return db.sublevel<string, string>('banned', { valueEncoding: 'utf8' })
-}
-type Store = ReturnType<typeof openSublevel>
 
 export class BannedList {
   readonly #entries = new Map<string, BannedEntry>()
-  readonly #store: Store
+  readonly #store: TextSublevel
   #sweeper: NodeJS.Timeout | null = null
 
   constructor (db: Level<string, Buffer>, private readonly now: () => number = () => Date.now()) {
-    this.#store = openSublevel(db)
+    this.#store = textSublevel(db, 'banned')
   }
 
   async open (): Promise<void> {

@@ -8,6 +8,7 @@ import type { HookRegistry } from '../hooks/registry.js'
 import type { EnhancedAuthAnswer, EnhancedAuthRequest, HookHandlers } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import { clientInfoOf, clientState } from './client-state.js'
+import { REFUSALS } from './refusals.js'
 
 export interface AuthStep { result: 'continue' | 'allow' | 'deny' | 'unknown', data?: Buffer, reasonCode?: number }
 type StepCallback = (err: Error | null, step: AuthStep) => void
@@ -16,7 +17,6 @@ interface AuthPacket { username?: string, properties?: { authenticationMethod?: 
 interface Exchange { handler: HookHandlers['client.enhanced_auth'], request: EnhancedAuthRequest }
 export interface EnhancedVerdict { superuser: boolean, mountpoint?: string }
 
-const DENY_CODES = { bad_username_or_password: 0x86, not_authorized: 0x87 } as const
 
 export class EnhancedAuth {
   readonly #exchanges = new WeakMap<Client, Exchange>()
@@ -70,7 +70,7 @@ export class EnhancedAuth {
       return { result: 'continue', data: answer.data }
     }
     this.#exchanges.delete(client)
-    if (answer.result === 'deny') return { result: 'deny', reasonCode: DENY_CODES[answer.reason ?? 'not_authorized'] }
+    if (answer.result === 'deny') return { result: 'deny', reasonCode: REFUSALS[answer.reason ?? 'not_authorized'].reasonCode }
     this.#verdicts.set(client, { superuser: answer.superuser === true, mountpoint: answer.mountpoint })
     return { result: 'allow', data: answer.data }
   }

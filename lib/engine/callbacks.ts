@@ -14,6 +14,8 @@ const SYS_PREFIX = '$SYS'
 const SYS_RESERVED = new Error('$SYS topics are reserved for the broker')
 const NOT_AUTHORIZED = new Error('not authorized')
 const NOT_AUTHENTICATED = new Error('client not authenticated')
+/** The errors a denied PUBLISH is reported with (metrics count them as dropped). */
+export const PUBLISH_DENIALS: ReadonlySet<Error> = new Set([SYS_RESERVED, NOT_AUTHORIZED, NOT_AUTHENTICATED])
 
 export interface CallbackDeps { config: Config, access: AccessControl, hooks: HookRegistry }
 

@@ -7,6 +7,7 @@
 import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import type { Level } from 'level'
 import type { Logger } from '../log.js'
+import { textSublevel, type TextSublevel } from './store.js'
 
 type Kind = 'session' | 'will'
 interface TimerRecord { firesAt: number, will?: Record<string, unknown> }
@@ -16,9 +17,6 @@ interface SessionPersistence {
   cleanIncoming?: (client: { id: string }) => Promise<void>
 }
 
-function openSublevel (db: Level<string, Buffer>) {
-  return db.sublevel<string, string>('timers', { valueEncoding: 'utf8' })
-}
 
 const reviveBuffers = (_key: string, value: unknown): unknown =>
   (value !== null && typeof value === 'object' && (value as { type?: string }).type === 'Buffer' && Array.isArray((value as { data?: unknown }).data))
@@ -26,13 +24,13 @@ const reviveBuffers = (_key: string, value: unknown): unknown =>
     : value
 
 export class SessionTimers {
-  readonly #store: ReturnType<typeof openSublevel>
+  readonly #store: TextSublevel
   readonly #restored = new Map<string, NodeJS.Timeout>()
   /** writes in flight, so a restart can wait for them */
   #pending: Promise<unknown> = Promise.resolve()
 
   constructor (private readonly db: Level<string, Buffer>, private readonly logger: Logger) {
-    this.#store = openSublevel(db)
+    this.#store = textSublevel(db, 'timers')
   }
 
   armed (kind: Kind, clientId: string, firesAt: number, will?: object): void {

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto'
 import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import type { Config } from '../config/store.js'
 import { topicMatches } from '../access/acl-match.js'
-import { engineMq, engineNewPacket } from './internals.js'
+import { engineMq, engineNewPacket, enginePersistence } from './internals.js'
 
 type Deliver = (packet: AedesPublishPacket, cb: () => void) => void
 interface Member { client: Client, deliver: Deliver }
@@ -31,9 +31,7 @@ export function parseShared (topic: string): { group: string, filter: string } |
 export class SharedSubscriptions {
   readonly #groups = new Map<string, Group>()
   #engine: Aedes | undefined
-  /** messages published to a group with no member to take them */
-  dropped = 0
-  /** told of each such message (metrics) */
+  /** told of each message published to a group with no member to take it (metrics) */
   onDropped: ((packet: AedesPublishPacket) => void) | undefined
 
   constructor (private readonly config: Config) {}
@@ -85,7 +83,6 @@ export class SharedSubscriptions {
     if (packet.topic.charCodeAt(0) === 36 && (group.filter.startsWith('#') || group.filter.startsWith('+'))) return cb()
     const member = this.#pick(group, packet)
     if (member === undefined) {
-      this.dropped++
       this.onDropped?.(packet)
       return cb()
     }
@@ -96,7 +93,7 @@ export class SharedSubscriptions {
   #deliverTo (member: Member, packet: AedesPublishPacket, cb: () => void): void {
     const { client } = member
     if (packet.qos === 0 || client.clean) return member.deliver(packet, cb)
-    const persistence = (this.#engine as unknown as { persistence: { outgoingEnqueue: (sub: { clientId: string }, p: object) => Promise<void> } }).persistence
+    const persistence = enginePersistence<{ outgoingEnqueue: (sub: { clientId: string }, p: object) => Promise<void> }>(this.#engine!)
     persistence.outgoingEnqueue({ clientId: client.id }, packet).then(() => member.deliver(packet, cb), () => member.deliver(packet, cb))
   }
 

@@ -32,36 +32,29 @@ export async function indexStore (db: Level<string, Buffer>, persistence: AedesP
   const withWill = await idsUnder(db, PREFIXES.will, false)
   const withIncoming = await idsUnder(db, PREFIXES.incoming, true)
   const p = persistence as IndexedPersistence
-  const { addSubscriptions, cleanSubscriptions, putWill, delWill, incomingStorePacket, cleanIncoming } = p
-  p.addSubscriptions = async (client, subs) => {
-    withSubscriptions.add(client.id)
-    await addSubscriptions.call(p, client, subs)
-  }
-  p.cleanSubscriptions = async (client) => {
-    if (!withSubscriptions.has(client.id)) return
-    await cleanSubscriptions.call(p, client)
-    withSubscriptions.delete(client.id)
-  }
-  p.putWill = async (client, packet) => {
-    withWill.add(client.id)
-    await putWill.call(p, client, packet)
-  }
-  p.delWill = async (client) => {
-    if (!withWill.has(client.id)) return undefined
-    const will = await delWill.call(p, client)
-    withWill.delete(client.id)
-    return will
-  }
-  p.incomingStorePacket = async (client, packet) => {
-    withIncoming.add(client.id)
-    await incomingStorePacket.call(p, client, packet)
-  }
-  p.cleanIncoming = async (client) => {
-    if (!withIncoming.has(client.id)) return
-    await cleanIncoming.call(p, client)
-    withIncoming.delete(client.id)
-  }
+  track(p, withSubscriptions, 'addSubscriptions', 'cleanSubscriptions')
+  track(p, withWill, 'putWill', 'delWill')
+  track(p, withIncoming, 'incomingStorePacket', 'cleanIncoming')
   return { clientsWithSubscriptions: () => [...withSubscriptions] }
+}
+
+type Adder = 'addSubscriptions' | 'putWill' | 'incomingStorePacket'
+type Cleaner = 'cleanSubscriptions' | 'delWill' | 'cleanIncoming'
+
+/** `add` records the client in `ids`; `clean` goes to the store only for a recorded client. */
+function track (p: IndexedPersistence, ids: Set<string>, add: Adder, clean: Cleaner): void {
+  const adder = p[add].bind(p) as (client: ClientRef, arg: unknown) => Promise<void>
+  const cleaner = p[clean].bind(p) as (client: ClientRef) => Promise<unknown>
+  ;(p as unknown as Record<Adder, typeof adder>)[add] = async (client, arg) => {
+    ids.add(client.id)
+    await adder(client, arg)
+  }
+  ;(p as unknown as Record<Cleaner, typeof cleaner>)[clean] = async (client) => {
+    if (!ids.has(client.id)) return undefined
+    const result = await cleaner(client)
+    ids.delete(client.id)
+    return result
+  }
 }
 
 /** Client ids (decoded) of the keys under `prefix`; with `delimited`, the id ends at the next ':'. */

@@ -39,3 +39,9 @@ export async function openStore (dataDir: string): Promise<{ db: Level<string, B
   }
   return { db, persistence: new AsyncLevelPersistence(db) }
 }
+
+/** A key → string section of the node's store (banned entries, timers, plugin stores). */
+export function textSublevel (db: Level<string, Buffer>, name: string) {
+  return db.sublevel<string, string>(name, { valueEncoding: 'utf8' })
+}
+export type TextSublevel = ReturnType<typeof textSublevel>

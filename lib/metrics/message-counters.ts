@@ -19,11 +19,10 @@ import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import type { Retainer } from '../engine/retainer.js'
 import type { RetainedPacket } from '../engine/store.js'
 import { enginePersistence, observeUnrouted, onMessageDropped } from '../engine/internals.js'
+import { PUBLISH_DENIALS } from '../engine/callbacks.js'
 import type { Metrics } from './metrics.js'
 
 const SYS = '$SYS/'
-/** The errors a denied PUBLISH is reported with (lib/engine/callbacks.ts) */
-const DENIALS = new Set(['not authorized', '$SYS topics are reserved for the broker', 'client not authenticated'])
 /** The error of an inbound QoS 2 message over max_awaiting_rel (the Aedes patch) */
 const AWAITING_REL_FULL = 'too many inbound QoS 2 messages awaiting PUBREL'
 
@@ -64,7 +63,7 @@ export function countMessages (engine: Aedes, retainer: Retainer, metrics: Metri
   onMessageDropped(engine, onDropped)
   const onClientError = (client: Client, err: Error): void => {
     if (err.message === AWAITING_REL_FULL) metrics.dropped(2)
-    else if (client.connected && DENIALS.has(err.message)) metrics.dropped(0)
+    else if (client.connected && PUBLISH_DENIALS.has(err)) metrics.dropped(0)
   }
   engine.on('clientError', onClientError)
 
