@@ -153,7 +153,8 @@ export class BrokerNode {
         logger,
         node: service,
         publish: async (message) => await publish(running, message),
-        store: (plugin) => pluginStore(db, plugin)
+        store: (plugin) => pluginStore(db, plugin),
+        alarms: observability.alarms
       })
       late.plugins = plugins
       await plugins.boot()

@@ -37,6 +37,15 @@ export interface NodeView extends NodeServiceView {
   client: (clientId: string) => ClientInfo | undefined
 }
 
+/** An alarm a plugin raises (SPEC §2.18; shown by the API and `$SYS/brokers/<node>/alarms/…`). */
+export interface PluginAlarm {
+  /** unique per node; the host clears a plugin's alarms when it unloads */
+  id: string
+  severity: 'notice' | 'warning' | 'error' | 'critical'
+  title: string
+  summary: string
+}
+
 export interface PluginContext<C> {
   readonly name: string
   /** the plugin's settings, validated and converted by its schema */
@@ -47,6 +56,12 @@ export interface PluginContext<C> {
     add: <H extends HookName>(hook: H, handler: HookHandlers[H], priority?: number) => void
   }
   publish: (message: PublishRequest) => Promise<void>
+  readonly alarms: {
+    /** false when it is raised already */
+    raise: (alarm: PluginAlarm) => boolean
+    /** false when it was not raised */
+    clear: (id: string) => boolean
+  }
   readonly node: NodeView
   readonly store: PluginStore
   /** the install root, for resolving relative file paths in settings */

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { Logger } from '../log.js'
-import type { BrokerPlugin, NodeView, PluginContext, PluginStore, PublishRequest } from './contract.js'
+import type { BrokerPlugin, NodeView, PluginAlarm, PluginContext, PluginStore, PublishRequest } from './contract.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
 import { readPluginConfigLines, validatePluginConfig } from './plugin-config.js'
 
@@ -36,6 +36,8 @@ export interface PluginHostOptions {
   node: NodeView
   publish: (message: PublishRequest) => Promise<void>
   store: (plugin: string) => PluginStore
+  /** the node's alarms (observability) */
+  alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
 }
 
 const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
@@ -48,6 +50,8 @@ export class PluginHost {
   readonly #plugins = new Map<string, BrokerPlugin<unknown>>()
   readonly #namespaces = new Map<string, Record<string, unknown>>()
   readonly #active = new Set<string>()
+  /** alarm ids each plugin has raised and not cleared */
+  readonly #alarms = new Map<string, Set<string>>()
   /** chain order: data/loaded_plugins, then plugins loaded at run time */
   #order: string[] = []
   /** load/unload/reload run one at a time */
@@ -210,7 +214,7 @@ export class PluginHost {
     try {
       await plugin.load(ctx)
     } catch (err) {
-      this.options.hooks.removeOwner(name)
+      this.#release(name)
       throw new PluginError('load_failed', `plugin ${name} failed to load: ${(err as Error).message}`, { cause: err })
     }
     this.#active.add(name)
@@ -224,20 +228,39 @@ export class PluginHost {
     } catch (err) {
       this.options.logger.error({ plugin: name, err }, 'plugin failed to unload cleanly')
     } finally {
-      this.options.hooks.removeOwner(name)
+      this.#release(name)
       this.#active.delete(name)
     }
     this.options.logger.info({ plugin: name }, 'plugin unloaded')
   }
 
+  /** Everything a plugin registered through its context: hooks, alarms. */
+  #release (name: string): void {
+    this.options.hooks.removeOwner(name)
+    for (const id of this.#alarms.get(name) ?? []) this.options.alarms.clear(id)
+    this.#alarms.delete(name)
+  }
+
   #context<C> (name: string, config: C): PluginContext<C> {
-    const { hooks, logger, node, publish, store, root } = this.options
+    const { hooks, logger, node, publish, store, root, alarms } = this.options
+    const raised = this.#alarms.get(name) ?? new Set<string>()
+    this.#alarms.set(name, raised)
     return {
       name,
       config,
       logger: logger.child({ plugin: name }),
       hooks: { add: (hook, handler, priority) => hooks.add(hook, handler, name, priority) },
       publish,
+      alarms: {
+        raise: (alarm) => {
+          raised.add(alarm.id)
+          return alarms.raise(alarm)
+        },
+        clear: (id) => {
+          raised.delete(id)
+          return alarms.clear(id)
+        }
+      },
       node,
       store: store(name),
       root

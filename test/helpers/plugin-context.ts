@@ -1,6 +1,6 @@
 // A plugin context for unit tests of a plugin's handlers without a node:
 // it records the hooks a plugin adds and keeps its store in memory.
-import type { HookHandlers, HookName, NodeView, PluginContext, PluginStore, PublishRequest } from '../../lib/plugins/contract.js'
+import type { HookHandlers, HookName, NodeView, PluginAlarm, PluginContext, PluginStore, PublishRequest } from '../../lib/plugins/contract.js'
 import type { ClientInfo } from '../../lib/hooks/types.js'
 import { createLogger } from '../../lib/log.js'
 import { INSTALL_ROOT } from '../../lib/root.js'
@@ -9,6 +9,8 @@ export interface FakeContext<C> extends PluginContext<C> {
   /** handlers added, by hook name, in the order added */
   added: Map<HookName, Array<HookHandlers[HookName]>>
   published: PublishRequest[]
+  /** alarms raised and not cleared, by id */
+  raised: Map<string, PluginAlarm>
   /** the first handler the plugin added for `hook` */
   handler: <H extends HookName>(hook: H) => HookHandlers[H]
 }
@@ -26,6 +28,7 @@ export function memoryStore (): PluginStore {
 export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] = []): FakeContext<C> {
   const added = new Map<HookName, Array<HookHandlers[HookName]>>()
   const published: PublishRequest[] = []
+  const raised = new Map<string, PluginAlarm>()
   // only the name and the client lookup: unit tests of hook handlers need no more of the node service
   const node = { name: 'test@127.0.0.1', client: (id: string) => clients.find((c) => c.clientId === id) } as unknown as NodeView
   return {
@@ -40,11 +43,16 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
       }
     },
     publish: async (message) => { published.push(message) },
+    alarms: {
+      raise: (alarm) => !raised.has(alarm.id) && raised.set(alarm.id, alarm) !== undefined,
+      clear: (id) => raised.delete(id)
+    },
     node,
     store: memoryStore(),
     root: INSTALL_ROOT,
     added,
     published,
+    raised,
     handler<H extends HookName> (hook: H): HookHandlers[H] {
       const list = added.get(hook)
       if (!list || list.length === 0) throw new Error(`the plugin added no ${hook} handler`)
