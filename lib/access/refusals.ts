@@ -8,6 +8,7 @@ export const REFUSALS = {
   not_authorized: { returnCode: 5, reasonCode: 0x87 },
   banned: { returnCode: 5, reasonCode: 0x8a },
   quota_exceeded: { returnCode: 3, reasonCode: 0x97 },
-  server_busy: { returnCode: 3, reasonCode: 0x89 }
+  server_busy: { returnCode: 3, reasonCode: 0x89 },
+  server_unavailable: { returnCode: 3, reasonCode: 0x88 }
 } as const
 export type Refusal = keyof typeof REFUSALS

@@ -29,12 +29,15 @@ export interface AuthenticateRequest {
 
 export type Decision = 'allow' | 'deny' | 'ignore'
 
-/** An authenticate handler's answer. `reason` picks the refusal code (default bad_username_or_password). */
+/**
+ * An authenticate handler's answer. `reason` picks the refusal code (default bad_username_or_password;
+ * `server_unavailable` — MQTT 5 0x88, 3.x return code 3 — when the plugin's backing server cannot answer).
+ */
 export type AuthenticateAnswer =
   | 'ignore'
   | 'deny'
   | { result: 'allow', superuser?: boolean, mountpoint?: string }
-  | { result: 'deny', reason?: 'bad_username_or_password' | 'not_authorized' }
+  | { result: 'deny', reason?: 'bad_username_or_password' | 'not_authorized' | 'server_unavailable' }
   | 'allow'
 
 /**
@@ -57,7 +60,7 @@ export type EnhancedAuthAnswer =
   | 'ignore'
   | { result: 'continue', data: Buffer, state?: unknown }
   | { result: 'allow', data?: Buffer, superuser?: boolean, mountpoint?: string }
-  | { result: 'deny', reason?: 'bad_username_or_password' | 'not_authorized' }
+  | { result: 'deny', reason?: 'bad_username_or_password' | 'not_authorized' | 'server_unavailable' }
 
 export type AclAccess = 'publish' | 'subscribe'
 
