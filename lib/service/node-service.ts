@@ -185,6 +185,16 @@ export class NodeService {
     return this.parts.observability.statsV3()
   }
 
+  /** §2.11 with the v2 keys (`packets/disconnect`, no auth/expired/forward keys). */
+  metricsV2 (): Record<string, number> {
+    return this.parts.observability.metricsV2()
+  }
+
+  /** §2.12 with the v2 keys (`clients/*` for connections, no persistent/shared keys). */
+  statsV2 (): Record<string, number> {
+    return this.parts.observability.statsV2()
+  }
+
   /** The alarms raised and not cleared, oldest first, in EMQ X 3.x's record form. */
   alarms (): AlarmRecord[] {
     return this.parts.observability.alarms.present().map((alarm) => Alarms.toEmqx(alarm))
@@ -271,6 +281,15 @@ export class NodeService {
 
   async unloadPlugin (name: string): Promise<void> {
     await this.#pluginOperation(async () => await this.#host().unload(name))
+  }
+
+  /** Re-reads a plugin's settings and restarts it (loads it when inactive). */
+  async reloadPlugin (name: string): Promise<void> {
+    await this.#pluginOperation(async () => {
+      const host = this.#host()
+      host.configFile(name)
+      await host.reload(name)
+    })
   }
 
   /**
