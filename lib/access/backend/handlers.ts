@@ -17,7 +17,8 @@ import { valuesOf, type QueryValues } from './placeholders.js'
 import type { UnavailableAcl, UnavailableAuth } from './settings.js'
 
 export interface StoredUser {
-  password: string
+  /** undefined (e.g. a NULL column): the user exists but no password can match → deny */
+  password: string | undefined
   salt?: string
   /** when the auth query itself says (e.g. a Redis hash's is_superuser field) */
   superuser?: boolean
@@ -58,7 +59,7 @@ export function backendAuthenticator (deps: AuthDeps): HookHandlers['client.auth
       if (!found.ok) return unavailableAuthAnswer(deps.unavailable)
       const user = found.value
       if (user === undefined) return 'ignore'
-      if (values.password === undefined || !await deps.checkPassword(values.password, user.password, user.salt)) {
+      if (values.password === undefined || user.password === undefined || !await deps.checkPassword(values.password, user.password, user.salt)) {
         return { result: 'deny', reason: 'bad_username_or_password' }
       }
       let superuser = user.superuser ?? false

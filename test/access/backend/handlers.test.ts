@@ -10,7 +10,7 @@ import { clientInfo } from '../../helpers/plugin-context.js'
 const logger = createLogger('error', false)
 const alarms = { raise: () => true, clear: () => true }
 const guard = (): BackendGuard => new BackendGuard({ plugin: 'p', server: 'S', timeoutMs: 100, alarms, logger })
-const users: Record<string, StoredUser> = { alice: { password: 'pw' }, root: { password: 'pw' }, flagged: { password: 'pw', superuser: true } }
+const users: Record<string, StoredUser> = { alice: { password: 'pw' }, root: { password: 'pw' }, flagged: { password: 'pw', superuser: true }, nopass: { password: undefined } }
 let down = false
 const seen: QueryValues[] = []
 const queries = {
@@ -31,6 +31,7 @@ t.test('authenticate: allow, deny, ignore, superuser, unavailable', async (t) =>
   t.same(await ask('flagged', 'pw'), { result: 'allow', superuser: true })
   t.same(await ask('alice', 'nope'), { result: 'deny', reason: 'bad_username_or_password' })
   t.same(await ask('alice'), { result: 'deny', reason: 'bad_username_or_password' })
+  t.same(await ask('nopass', ''), { result: 'deny', reason: 'bad_username_or_password' })
   t.equal(await ask('nobody', 'pw'), 'ignore')
   t.equal(seen.at(-1)?.password, 'pw')
   down = true

@@ -1,0 +1,57 @@
+// The auth, super and ACL queries of the SQL plugins (mysql, pgsql), read by
+// column position as EMQ X 3.x did: auth → password[, salt]; super → one
+// truthy column; ACL → allow, ipaddr, username, clientid, access, topic.
+// Placeholders are bound parameters (see placeholders.ts).
+import { aclRuleOfRow, type AclRule } from './acl-rules.js'
+import { isTrue, type BackendQueries, type StoredUser } from './handlers.js'
+import { sqlWithParameters, type QueryValues } from './placeholders.js'
+
+/** Runs one parameterised statement; resolves with the rows as arrays of column values. */
+export type SqlRunner = (text: string, params: Array<string | null>) => Promise<unknown[][]>
+
+export interface SqlQueryTexts {
+  auth: string
+  /** undefined or empty: no super query */
+  superuser?: string
+  /** undefined or empty: no ACL */
+  acl?: string
+}
+
+export interface SqlBackend {
+  queries: BackendQueries
+  /** undefined when there is no ACL query */
+  aclRules?: (values: QueryValues) => Promise<AclRule[]>
+}
+
+function text (value: unknown): string | undefined {
+  if (value === null || value === undefined) return undefined
+  return Buffer.isBuffer(value) ? value.toString('utf8') : String(value)
+}
+
+export function sqlBackend (texts: SqlQueryTexts, marker: (index: number) => string, run: SqlRunner): SqlBackend {
+  const query = async (template: string, values: QueryValues): Promise<unknown[][]> => {
+    const { text, params } = sqlWithParameters(template, values, marker)
+    return await run(text, params)
+  }
+  const findUser = async (values: QueryValues): Promise<StoredUser | undefined> => {
+    const [row] = await query(texts.auth, values)
+    if (row === undefined) return undefined
+    const salt = text(row[1])
+    return salt === undefined ? { password: text(row[0]) } : { password: text(row[0]), salt }
+  }
+  const superText = texts.superuser
+  const queries: BackendQueries = superText === undefined || superText === ''
+    ? { findUser }
+    : { findUser, isSuperuser: async (values) => isTrue((await query(superText, values))[0]?.[0]) }
+  const aclText = texts.acl
+  if (aclText === undefined || aclText === '') return { queries }
+  const aclRules = async (values: QueryValues): Promise<AclRule[]> => {
+    const rules: AclRule[] = []
+    for (const row of await query(aclText, values)) {
+      const rule = aclRuleOfRow({ allow: row[0], ipaddr: row[1], username: row[2], clientid: row[3], access: row[4], topic: row[5] })
+      if (rule !== undefined) rules.push(rule)
+    }
+    return rules
+  }
+  return { queries, aclRules }
+}

@@ -1,0 +1,6 @@
+// broker_auth_mysql against a real server and a real node: server down at start, killed and restarted, pool exhaustion.
+import t from 'tap'
+import { resilienceTests } from '../../../test/access/backend/sql-suite.js'
+import { target } from './target.js'
+
+resilienceTests(t, target)
