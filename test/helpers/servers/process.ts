@@ -3,6 +3,7 @@
 // (SIGKILL). Every process still running when the test process exits is
 // killed, so a failed test leaves no server behind.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { connect } from 'node:net'
 import { createInterface } from 'node:readline'
 
 const running = new Set<ChildProcess>()
@@ -17,8 +18,24 @@ export interface ServerProcess {
   exited: Promise<number | string>
 }
 
-/** Spawns `command` and resolves once a line matches `ready`; rejects if it exits first or `timeoutMs` passes. */
-export async function startProcess (command: string, args: string[], ready: RegExp, timeoutMs = 15000): Promise<ServerProcess> {
+/** Resolves true once a TCP connection to 127.0.0.1:`port` succeeds. */
+export async function accepts (port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+/**
+ * Spawns `command` and resolves once it is ready: a line of its output matches
+ * `ready`, or (a port) it accepts connections there. Rejects if it exits first
+ * or `timeoutMs` passes.
+ */
+export async function startProcess (command: string, args: string[], ready: RegExp | number, timeoutMs = 15000): Promise<ServerProcess> {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   running.add(child)
   const lines: string[] = []
@@ -31,12 +48,22 @@ export async function startProcess (command: string, args: string[], ready: RegE
       child.kill('SIGKILL')
       reject(new Error(`${command} did not become ready within ${timeoutMs}ms:\n${lines.join('\n')}`))
     }, timeoutMs)
+    const done = (): void => {
+      clearTimeout(timer)
+      resolve()
+    }
     const onLine = (line: string): void => {
       lines.push(line)
-      if (ready.test(line)) {
-        clearTimeout(timer)
-        resolve()
+      if (typeof ready !== 'number' && ready.test(line)) done()
+    }
+    if (typeof ready === 'number') {
+      const probe = async (): Promise<void> => {
+        while (child.exitCode === null && child.signalCode === null) {
+          if (await accepts(ready)) return done()
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
       }
+      void probe()
     }
     createInterface({ input: child.stdout! }).on('line', onLine)
     createInterface({ input: child.stderr! }).on('line', onLine)
