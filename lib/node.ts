@@ -28,6 +28,11 @@ import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
 import { NodeService } from './service/node-service.js'
 import { Observability } from './sys/observability.js'
+import { CommandRegistry, helpCommand } from './ctl/registry.js'
+import { nodeCommands } from './ctl/node-commands.js'
+import { controlSocketPath } from './ctl/protocol.js'
+import { ControlServer } from './ctl/server.js'
+import { Tracer } from './trace/tracer.js'
 
 export interface NodeOptions {
   config: Config
@@ -53,6 +58,8 @@ interface Parts {
   persistence: AedesPersistence
   timers: SessionTimers
   storeIndex: StoreIndex
+  tracer: Tracer
+  commands: CommandRegistry
 }
 
 export class BrokerNode {
@@ -69,6 +76,10 @@ export class BrokerNode {
   readonly observability: Observability
   /** which client ids have anything in the store */
   readonly storeIndex: StoreIndex
+  readonly tracer: Tracer
+  /** what broker_ctl can run here (the node's commands and the plugins') */
+  readonly commands: CommandRegistry
+  #control: ControlServer | undefined
   readonly #db: Level<string, Buffer>
   readonly #persistence: AedesPersistence
   readonly #timers: SessionTimers
@@ -87,6 +98,8 @@ export class BrokerNode {
     this.plugins = parts.plugins
     this.observability = parts.observability
     this.storeIndex = parts.storeIndex
+    this.tracer = parts.tracer
+    this.commands = parts.commands
     this.#db = parts.db
     this.#persistence = parts.persistence
     this.#timers = parts.timers
@@ -144,12 +157,16 @@ export class BrokerNode {
       // the service is given to the plugins, and the listeners open after the plugins boot: both are read late
       const late: { plugins?: PluginHost, listeners: Listener[] } = { listeners: [] }
       const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners })
+      const tracer = new Tracer(engine, logger)
+      const commands = new CommandRegistry()
+      for (const command of [...nodeCommands({ service, tracer }), helpCommand(commands)]) commands.add(command)
       plugins = new PluginHost({
         pluginDirs: [join(root, import.meta.url.endsWith('.ts') ? 'plugins' : 'dist/plugins'), ...pluginDirs],
         etcDir: resolvePath(root, config.get('plugins.etc_dir')),
         loadedFile: join(dataDir, 'loaded_plugins'),
         root,
         hooks,
+        commands,
         logger,
         node: service,
         publish: async (message) => await publish(running, message),
@@ -162,7 +179,7 @@ export class BrokerNode {
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       late.listeners = listeners
       observability.attach({ engine, listeners, retainer, queues, hooks, shared })
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, timers, storeIndex })
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, timers, storeIndex, tracer, commands })
       try {
         for (const listener of listeners) {
           await listener.start()
@@ -172,6 +189,7 @@ export class BrokerNode {
         await node.stop()
         throw err
       }
+      await node.#openControl(controlSocketPath(dataDir))
       logger.info({ node: node.name, dataDir }, 'broker node is running')
       return node
     } catch (err) {
@@ -192,7 +210,18 @@ export class BrokerNode {
     return await this.#stopping
   }
 
+  /** The broker_ctl socket; a node that cannot open it runs on without broker_ctl (and says why). */
+  async #openControl (path: string): Promise<void> {
+    try {
+      this.#control = await ControlServer.start(path, this.commands, this.logger)
+    } catch (err) {
+      this.logger.error({ err: (err as Error).message, path }, 'broker_ctl control socket not opened; broker_ctl cannot reach this node')
+    }
+  }
+
   async #stop (): Promise<void> {
+    await this.#control?.stop()
+    await this.tracer.stopAll()
     const closing = this.listeners.map(async (listener) => await listener.stop())
     await closeEngine(this.engine)
     await Promise.all(closing)

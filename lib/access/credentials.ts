@@ -10,6 +10,7 @@ import { hashForStorage, hashPassword, parseHashSpec, verifyPassword, verifyStor
 import { definePlugin, type AuthenticateAnswer, type AuthenticateRequest, type BrokerPlugin, type ClientInfo, type EnhancedAuthAnswer, type EnhancedAuthRequest, type PluginContext, type PluginStore } from '../plugins/contract.js'
 import type { Logger } from '../log.js'
 import { ScramServer, scramFromPassword, scramFromStored, type ScramCredentials } from './scram.js'
+import { credentialCommand } from './credential-command.js'
 
 /** What tells the two plugins apart. */
 export interface CredentialKind {
@@ -23,6 +24,8 @@ export interface CredentialKind {
   noun: string
   /** the id a connecting client presents, if any */
   identify: (client: ClientInfo) => string | undefined
+  /** the broker_ctl command that manages the table (`users`, `clientid`) and how its usage names an id */
+  command: { name: string, id: string }
 }
 
 /** The validated settings: flat keys, string values. */
@@ -248,6 +251,7 @@ export function credentialPlugin (kind: CredentialKind, description: string, mor
       const opened = await CredentialTable.open(kind, ctx.config, ctx.store, ctx.logger)
       if (table !== undefined) throw new Error(`plugin ${kind.plugin} is already loaded`)
       ctx.hooks.add('client.authenticate', authenticator(opened))
+      ctx.commands.add(credentialCommand(opened))
       more?.(ctx, opened)
       table = opened
     },

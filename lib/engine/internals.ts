@@ -152,3 +152,19 @@ export async function engineUnsubscribe (client: Client, topic: string): Promise
     (client as unknown as ClientOperations).unsubscribe({ unsubscriptions: [topic] }, (err) => err ? reject(err) : resolve())
   })
 }
+
+// --- tracing (issue 7): the packet observers are swapped while a trace runs ---
+
+export type PacketObserver = (client: Client, packet: import('mqtt-packet').Packet) => void
+
+interface EngineObservers { packetIn: PacketObserver | null, packetOut: PacketObserver | null }
+
+/** The engine's packet observers now (the patch reads them on every packet). */
+export function packetObservers (engine: Aedes): EngineObservers {
+  const e = engine as unknown as EngineObservers
+  return { packetIn: e.packetIn, packetOut: e.packetOut }
+}
+
+export function setPacketObservers (engine: Aedes, observers: EngineObservers): void {
+  Object.assign(engine as unknown as EngineObservers, observers)
+}

@@ -8,8 +8,11 @@ import type Joi from 'joi'
 import type { HookHandlers, HookName, ClientInfo } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import type { NodeServiceView } from '../service/node-service.js'
+import type { CtlCommand } from '../ctl/command.js'
 
 export type { ClientInfo, HookHandlers, HookName } from '../hooks/types.js'
+export type { CtlCommand, CtlOutput, UsageLine } from '../ctl/command.js'
+export { CtlError, output, usageError } from '../ctl/command.js'
 export type { AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, Decision, EnhancedAuthAnswer, EnhancedAuthRequest, MessageInfo } from '../hooks/types.js'
 
 /** Durable key → string storage of one plugin, kept in the node's store. */
@@ -61,6 +64,10 @@ export interface PluginContext<C> {
     raise: (alarm: PluginAlarm) => boolean
     /** false when it was not raised */
     clear: (id: string) => boolean
+  }
+  readonly commands: {
+    /** A `broker_ctl` command (e.g. `users`); removed when the plugin unloads. */
+    add: (command: CtlCommand) => void
   }
   readonly node: NodeView
   readonly store: PluginStore

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { HookRegistry } from '../hooks/registry.js'
+import type { CommandRegistry } from '../ctl/registry.js'
 import type { Logger } from '../log.js'
 import type { BrokerPlugin, NodeView, PluginAlarm, PluginContext, PluginStore, PublishRequest } from './contract.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
@@ -32,6 +33,8 @@ export interface PluginHostOptions {
   loadedFile: string
   root: string
   hooks: HookRegistry
+  /** broker_ctl commands */
+  commands: CommandRegistry
   logger: Logger
   node: NodeView
   publish: (message: PublishRequest) => Promise<void>
@@ -234,15 +237,16 @@ export class PluginHost {
     this.options.logger.info({ plugin: name }, 'plugin unloaded')
   }
 
-  /** Everything a plugin registered through its context: hooks, alarms. */
+  /** Everything a plugin registered through its context: hooks, commands, alarms. */
   #release (name: string): void {
     this.options.hooks.removeOwner(name)
+    this.options.commands.removeOwner(name)
     for (const id of this.#alarms.get(name) ?? []) this.options.alarms.clear(id)
     this.#alarms.delete(name)
   }
 
   #context<C> (name: string, config: C): PluginContext<C> {
-    const { hooks, logger, node, publish, store, root, alarms } = this.options
+    const { hooks, commands, logger, node, publish, store, root, alarms } = this.options
     const raised = this.#alarms.get(name) ?? new Set<string>()
     this.#alarms.set(name, raised)
     return {
@@ -250,6 +254,7 @@ export class PluginHost {
       config,
       logger: logger.child({ plugin: name }),
       hooks: { add: (hook, handler, priority) => hooks.add(hook, handler, name, priority) },
+      commands: { add: (command) => commands.add(command, name) },
       publish,
       alarms: {
         raise: (alarm) => {

@@ -343,14 +343,29 @@ export class NodeService {
   }
 
   /** Changes one setting of `app` now (parts that read it act on it at once, or on the `change` event). */
-  setConfig (app: string, key: string, value: string): void {
+  setConfig (app: string, key: string, value: string, origin = 'management api'): void {
     const item = this.parts.config.items().find((i) => i.key === key)
     if (item === undefined || item.app !== app) throw new ServiceError('not_found', `no setting ${key} in ${app}`)
     try {
-      this.parts.config.set(key, value, 'management api')
+      this.parts.config.set(key, value, origin)
     } catch (err) {
       throw new ServiceError('bad_value', (err as Error).message)
     }
+  }
+
+  /** Reads `mqtt.acl_file` again and forgets every client's cached answers; a bad file keeps the rules in force. */
+  async reloadAcl (): Promise<number> {
+    let count: number
+    try {
+      count = await this.parts.access.reload()
+    } catch (err) {
+      throw new ServiceError('bad_value', (err as Error).message)
+    }
+    for (const client of this.#online()) {
+      const state = clientState(client)
+      if (state !== undefined) this.parts.access.cleanCache(state)
+    }
+    return count
   }
 
   // --- banned (§2.16) ---

@@ -12,6 +12,7 @@ const clients = credentialPlugin(
     prefix: 'auth.client',
     field: 'clientid',
     noun: 'client id',
+    command: { name: 'clientid', id: '<ClientId>' },
     identify: (client) => client.clientId
   },
   'Authentication with ClientId/Password'

@@ -13,6 +13,7 @@ const users = credentialPlugin(
     prefix: 'auth.user',
     field: 'username',
     noun: 'user',
+    command: { name: 'users', id: '<Username>' },
     identify: (client) => client.username
   },
   'Authentication with Username and Password',

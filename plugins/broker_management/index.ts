@@ -8,6 +8,7 @@ import type Hapi from '@hapi/hapi'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { Apps } from './apps.js'
 import { Users } from './users.js'
+import { adminsCommand, mgmtCommand } from './commands.js'
 import { routes } from './routes.js'
 import { createServer } from './server.js'
 import { listenOn, schema, type ManagementConfig } from './settings.js'
@@ -53,6 +54,7 @@ export default definePlugin<ManagementConfig>({
       password: ctx.config['dashboard.default_user.password']
     })
     await users.seed()
+    for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
     const api = { node: ctx.node, apps, users, maxRowLimit: ctx.config['management.max_row_limit'], routes }
     // HTTP, and HTTPS when set: two hapi servers built from the same route table
     const created = [await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)]

@@ -1,6 +1,6 @@
 // A plugin context for unit tests of a plugin's handlers without a node:
 // it records the hooks a plugin adds and keeps its store in memory.
-import type { HookHandlers, HookName, NodeView, PluginAlarm, PluginContext, PluginStore, PublishRequest } from '../../lib/plugins/contract.js'
+import type { CtlCommand, HookHandlers, HookName, NodeView, PluginAlarm, PluginContext, PluginStore, PublishRequest } from '../../lib/plugins/contract.js'
 import type { ClientInfo } from '../../lib/hooks/types.js'
 import { createLogger } from '../../lib/log.js'
 import { INSTALL_ROOT } from '../../lib/root.js'
@@ -9,6 +9,8 @@ export interface FakeContext<C> extends PluginContext<C> {
   /** handlers added, by hook name, in the order added */
   added: Map<HookName, Array<HookHandlers[HookName]>>
   published: PublishRequest[]
+  /** broker_ctl commands added, by name */
+  commands: PluginContext<C>['commands'] & { added: Map<string, CtlCommand> }
   /** alarms raised and not cleared, by id */
   raised: Map<string, PluginAlarm>
   /** the first handler the plugin added for `hook` */
@@ -29,6 +31,7 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
   const added = new Map<HookName, Array<HookHandlers[HookName]>>()
   const published: PublishRequest[] = []
   const raised = new Map<string, PluginAlarm>()
+  const commands = new Map<string, CtlCommand>()
   // only the name and the client lookup: unit tests of hook handlers need no more of the node service
   const node = { name: 'test@127.0.0.1', client: (id: string) => clients.find((c) => c.clientId === id) } as unknown as NodeView
   return {
@@ -43,6 +46,7 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
       }
     },
     publish: async (message) => { published.push(message) },
+    commands: { add: (command) => { commands.set(command.name, command) }, added: commands },
     alarms: {
       raise: (alarm) => !raised.has(alarm.id) && raised.set(alarm.id, alarm) !== undefined,
       clear: (id) => raised.delete(id)

@@ -1,0 +1,144 @@
+// `bin/broker_ctl`: runs one command on the local running node over its
+// control socket (lib/ctl/protocol.ts). It loads none of the node's code: it
+// finds the socket from the configuration, sends the words, prints the answer.
+import { connect } from 'node:net'
+import { isAbsolute, join, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { EXIT, formatUsage } from '../ctl/command.js'
+import { controlSocketPath, type CtlRequest, type CtlResponse } from '../ctl/protocol.js'
+import { NODE_USAGE, PLUGIN_COMMANDS } from '../ctl/usage.js'
+import { loadConfig } from '../config/load.js'
+import { ConfigError } from '../config/parse.js'
+import { INSTALL_ROOT } from '../root.js'
+
+const OPTIONS = `Usage: broker_ctl [options] <command> [<args>]
+
+Runs a command on the broker node running from this install.
+
+Options:
+  --json                print the answer as JSON (for scripts)
+  -c, --config FILE     configuration file that names the node's data directory (default: etc/broker.conf)
+  -d, --data-dir DIR    the node's data directory (its control socket is DIR/broker_ctl.sock)
+  --socket PATH         the control socket itself
+  --timeout SECONDS     how long to wait for the node (default 60)
+  -h, --help            show this help; \`broker_ctl help <command>\` shows one command
+
+Exit status: 0 done, 1 the command failed, 2 bad command or arguments, 3 the node cannot be reached.
+`
+
+function offlineHelp (): string {
+  const usage = formatUsage(Object.values(NODE_USAGE).flat())
+  const plugins = PLUGIN_COMMANDS.map(([command, plugin]) => `  ${command.padEnd(10)} (with ${plugin} loaded)`).join('\n')
+  return `${OPTIONS}\nCommands:\n${usage}\n\nCommands plugins add, listed by \`broker_ctl help\` while the node runs:\n${plugins}\n`
+}
+
+async function socketPath (args: { config?: string, 'data-dir'?: string, socket?: string }): Promise<string> {
+  if (args.socket !== undefined) return resolve(args.socket)
+  if (args['data-dir'] !== undefined) return controlSocketPath(resolve(args['data-dir']))
+  const config = await loadConfig({ file: args.config ?? join(INSTALL_ROOT, 'etc', 'broker.conf'), env: process.env })
+  const dataDir = config.get('node.data_dir')
+  return controlSocketPath(isAbsolute(dataDir) ? dataDir : resolve(INSTALL_ROOT, dataDir))
+}
+
+/** A path argument means a file where broker_ctl runs, not where the node runs. */
+function absolutePaths (argv: string[]): string[] {
+  if (argv[0] === 'trace' && (argv[1] === 'client' || argv[1] === 'topic') && argv.length === 4 && argv[3] !== 'off') {
+    return [...argv.slice(0, 3), resolve(argv[3])]
+  }
+  return argv
+}
+
+class Unreachable extends Error {}
+
+async function ask (path: string, request: CtlRequest, timeoutMs: number): Promise<CtlResponse> {
+  return await new Promise((resolvePromise, reject) => {
+    const socket = connect(path)
+    let answer = ''
+    const timer = setTimeout(() => {
+      socket.destroy()
+      reject(new Unreachable(`the node did not answer within ${timeoutMs / 1000} s (${path})`))
+    }, timeoutMs)
+    socket.setEncoding('utf8')
+    socket.on('connect', () => socket.write(`${JSON.stringify(request)}\n`))
+    socket.on('data', (chunk: string) => { answer += chunk })
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer)
+      const why = err.code === 'ENOENT' || err.code === 'ECONNREFUSED' ? 'the node is not running' : err.message
+      reject(new Unreachable(`${why} (no answer on ${path})`))
+    })
+    socket.on('end', () => {
+      clearTimeout(timer)
+      try {
+        resolvePromise(JSON.parse(answer) as CtlResponse)
+      } catch {
+        reject(new Unreachable(`the node closed the connection without an answer (${path})`))
+      }
+    })
+  })
+}
+
+function print (json: boolean, response: CtlResponse): number {
+  if (response.ok) {
+    if (json) process.stdout.write(`${JSON.stringify(response.data, null, 2)}\n`)
+    else if (response.text !== '') process.stdout.write(`${response.text}\n`)
+    return EXIT.ok
+  }
+  if (json) process.stdout.write(`${JSON.stringify({ error: response.error, exit: response.exit })}\n`)
+  else process.stderr.write(`${response.error}\n${response.usage === undefined ? '' : `\nUsage:\n${response.usage}\n`}`)
+  return response.exit
+}
+
+async function main (): Promise<number> {
+  let parsed
+  try {
+    parsed = parseArgs({
+      options: {
+        json: { type: 'boolean' },
+        config: { type: 'string', short: 'c' },
+        'data-dir': { type: 'string', short: 'd' },
+        socket: { type: 'string' },
+        timeout: { type: 'string' },
+        help: { type: 'boolean', short: 'h' }
+      },
+      allowPositionals: true,
+      strict: true
+    })
+  } catch (err) {
+    process.stderr.write(`broker_ctl: ${(err as Error).message}\n\n${OPTIONS}`)
+    return EXIT.usage
+  }
+  const { values, positionals } = parsed
+  const json = values.json === true
+  const timeout = Number(values.timeout ?? '60')
+  if (!Number.isFinite(timeout) || timeout <= 0) {
+    process.stderr.write(`broker_ctl: --timeout must be a positive number of seconds\n`)
+    return EXIT.usage
+  }
+  // `broker_ctl`, `broker_ctl --help`, `broker_ctl users --help`: the node's help, which knows the plugins' commands
+  const helpAsked = positionals.length === 0 || values.help === true
+  const argv = helpAsked ? ['help', ...positionals.slice(0, 1)] : absolutePaths(positionals)
+  let path: string
+  try {
+    path = await socketPath(values)
+  } catch (err) {
+    const message = err instanceof ConfigError ? err.message : (err as Error).message
+    process.stderr.write(`broker_ctl: ${message}\n`)
+    return EXIT.usage
+  }
+  try {
+    const response = await ask(path, { argv }, timeout * 1000)
+    if (helpAsked && response.ok && !json) process.stdout.write(OPTIONS + '\nCommands:\n')
+    return print(json, response)
+  } catch (err) {
+    if (!(err instanceof Unreachable)) throw err
+    if (argv[0] === 'help' && argv.length === 1) {
+      process.stdout.write(offlineHelp())
+      return EXIT.ok
+    }
+    if (json) process.stdout.write(`${JSON.stringify({ error: err.message, exit: EXIT.unreachable })}\n`)
+    else process.stderr.write(`broker_ctl: ${err.message}\n`)
+    return EXIT.unreachable
+  }
+}
+
+process.exitCode = await main()

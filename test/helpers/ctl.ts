@@ -1,0 +1,57 @@
+// Runs the real `bin/broker_ctl` (a separate process) against a node's data
+// directory, and a spawned node to run it against.
+import { execFile } from 'node:child_process'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { INSTALL_ROOT } from '../../lib/root.js'
+import { freePort, spawnBroker, tempDir, writePluginFiles, type BrokerProcess } from './broker.js'
+
+export interface CtlRun { code: number, stdout: string, stderr: string }
+
+export async function ctl (dataDir: string, ...args: string[]): Promise<CtlRun> {
+  return await new Promise((resolve) => {
+    execFile(process.execPath, [join(INSTALL_ROOT, 'bin', 'broker_ctl'), '--data-dir', dataDir, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+/** `--json` output, parsed. */
+export async function ctlJson<T = unknown> (dataDir: string, ...args: string[]): Promise<{ code: number, data: T }> {
+  const run = await ctl(dataDir, '--json', ...args)
+  return { code: run.code, data: JSON.parse(run.stdout) as T }
+}
+
+export interface CtlNode extends BrokerProcess {
+  dataDir: string
+  mqttUrl: string
+  /** the management API's base URL when broker_management is loaded */
+  api: string
+  run: (...args: string[]) => Promise<CtlRun>
+  json: <T = unknown>(...args: string[]) => Promise<{ code: number, data: T }>
+  stop: () => Promise<void>
+}
+
+/** A real node process with `plugins` loaded (broker_management gets a free port). */
+export async function spawnCtlNode (plugins: Record<string, Record<string, string | number>> = {}, settings: Record<string, string | number> = {}): Promise<CtlNode> {
+  const dataDir = await tempDir()
+  const httpPort = await freePort()
+  const withPorts = { ...plugins }
+  if ('broker_management' in withPorts) withPorts.broker_management = { 'management.listener.http': `127.0.0.1:${httpPort}`, ...withPorts.broker_management }
+  const etcDir = await writePluginFiles(dataDir, withPorts)
+  const node = await spawnBroker(dataDir, { 'plugins.etc_dir': etcDir, ...settings })
+  return {
+    ...node,
+    dataDir,
+    mqttUrl: `mqtt://127.0.0.1:${node.port}`,
+    api: `http://127.0.0.1:${httpPort}`,
+    run: async (...args) => await ctl(dataDir, ...args),
+    json: async (...args) => await ctlJson(dataDir, ...args),
+    async stop () {
+      node.child.kill('SIGTERM')
+      await node.exited
+      await rm(dataDir, { recursive: true, force: true })
+    }
+  }
+}
