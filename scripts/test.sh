@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 debian_packages=()
 command -v mosquitto_pub >/dev/null 2>&1 || debian_packages+=(mosquitto-clients)
 command -v openssl >/dev/null 2>&1 || debian_packages+=(openssl)
+# the database servers the auth plugins are tested against (started by the tests, never as services)
+command -v redis-server >/dev/null 2>&1 || debian_packages+=(redis-server)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || debian_packages+=(postgresql)
+command -v mariadbd >/dev/null 2>&1 || debian_packages+=(mariadb-server)
+command -v slapd >/dev/null 2>&1 || debian_packages+=(slapd)
+command -v ldapadd >/dev/null 2>&1 || debian_packages+=(ldap-utils)
 
 if [ ${#debian_packages[@]} -gt 0 ]; then
   sudo=''
