@@ -1,7 +1,7 @@
 // The plugin loaded by a real node, a real redis-server seeded with
 // seed.redis, and real MQTT.js clients: allow, deny, ignore, superuser, the
 // ACL hash, and a username that tries to inject Redis commands.
-import { writeFile } from 'node:fs/promises'
+import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { startBroker, tempDir, type TestBroker } from '../../../test/helpers/broker.js'
@@ -35,6 +35,7 @@ t.before(async () => {
 t.teardown(async () => {
   await broker?.stop()
   await redis?.close()
+  if (aclDir !== undefined) await rm(aclDir, { recursive: true, force: true })
 })
 
 const url = (): string => `mqtt://127.0.0.1:${broker.port()}`
