@@ -32,6 +32,8 @@ export interface SeenCommand {
   db: string
   name: string
   command: Document
+  /** true when it came as a legacy OP_QUERY (the driver's first handshake) */
+  legacy: boolean
 }
 
 export class MongoStandin {
@@ -119,7 +121,7 @@ export class MongoStandin {
     try {
       const request = parseRequest(message)
       const name = commandName(request.command)
-      this.seen.push({ db: request.db, name, command: request.command })
+      this.seen.push({ db: request.db, name, command: request.command, legacy: request.legacy })
       const reply = await answer(this.#state, connection, request.db, request.command)
       if (this.#delay.ms > 0 && this.#delay.commands.has(name.toLowerCase())) await this.#wait(this.#delay.ms)
       if (!request.noReply && !socket.destroyed) socket.write(encodeReply(request, reply))
@@ -149,6 +151,7 @@ export class MongoStandin {
       else socket.destroySoon()
     }
     await closed
+    this.#sockets.clear() // all closed now; their 'close' events may still be on their way
   }
 
   /** Stops listening and closes every connection gracefully (FIN); answers still delayed are not sent. */
