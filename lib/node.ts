@@ -16,9 +16,10 @@ import { engineClient } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
 import { SessionTimers } from './engine/session-timers.js'
-import { indexStore, type StoreIndex } from './engine/store-index.js'
+import { indexStore, storedClientsIndex, type StoreIndex } from './engine/store-index.js'
 import { SharedSubscriptions } from './engine/shared-subscriptions.js'
-import { openStore, type AedesPersistence } from './engine/store.js'
+import type { AedesPersistence } from './engine/store.js'
+import { openBackend, type Backend } from './engine/backend.js'
 import { mapEngineEvents } from './hooks/engine-events.js'
 import { HookRegistry } from './hooks/registry.js'
 import { createListeners, type Listener } from './listeners/index.js'
@@ -56,6 +57,7 @@ interface Parts {
   observability: Observability
   db: Level<string, Buffer>
   persistence: AedesPersistence
+  backend: Backend
   timers: SessionTimers
   storeIndex: StoreIndex
   tracer: Tracer
@@ -82,6 +84,7 @@ export class BrokerNode {
   #control: ControlServer | undefined
   readonly #db: Level<string, Buffer>
   readonly #persistence: AedesPersistence
+  readonly #backend: Backend
   readonly #timers: SessionTimers
   readonly #unfollowLevel: () => void
   #stopping: Promise<void> | null = null
@@ -102,6 +105,7 @@ export class BrokerNode {
     this.commands = parts.commands
     this.#db = parts.db
     this.#persistence = parts.persistence
+    this.#backend = parts.backend
     this.#timers = parts.timers
     this.#unfollowLevel = followLevel(config, logger)
   }
@@ -121,21 +125,22 @@ export class BrokerNode {
 
   static async start ({ config, logger, root, pluginDirs = [] }: NodeOptions): Promise<BrokerNode> {
     const dataDir = resolvePath(root, config.get('node.data_dir'))
-    const { db, persistence } = await openStore(dataDir)
+    const backend = await openBackend(config, dataDir)
+    const { db, persistence } = backend
     let engine: Aedes | undefined
     let banned: BannedList | undefined
     let timers: SessionTimers | undefined
     let plugins: PluginHost | undefined
     let observability: Observability | undefined
     try {
-      const storeIndex = await indexStore(db, persistence)
+      const storeIndex = backend.storedClients !== undefined ? storedClientsIndex(backend.storedClients) : await indexStore(db, persistence)
       const retainer = new Retainer(config)
       await retainer.attach(persistence)
       const queues = new SessionQueues(config,
         (clientId) => engine !== undefined && engineClient(engine, clientId)?.closed === false,
         (clientId, packet) => engine?.emit('messageDropped', packet, { id: clientId }, 'queue_full'))
-      await queues.attach(db, persistence)
-      banned = new BannedList(db)
+      await queues.attach(db, persistence, { exact: !backend.shared })
+      banned = new BannedList(backend.stores('banned'))
       await banned.open()
 
       // the plugin host gives the registry its chain order when it boots
@@ -147,8 +152,8 @@ export class BrokerNode {
       const authenticate = createAuthenticate({ config, hooks, banned, enhanced, logger })
       observability = new Observability(config, logger)
       const shared = new SharedSubscriptions(config)
-      timers = new SessionTimers(db, logger)
-      engine = await createEngine({ config, persistence, shared, enhanced, timers, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
+      timers = new SessionTimers(backend.stores('timers'), backend.wipeQueue, logger)
+      engine = await createEngine({ config, persistence, mq: backend.mq, shared, enhanced, timers, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
       await timers.restore(engine, persistence as unknown as Parameters<SessionTimers['restore']>[1], (clientId) => queues.forget(clientId))
       logEngineEvents(engine, logger)
       mapEngineEvents(engine, hooks)
@@ -170,7 +175,7 @@ export class BrokerNode {
         logger,
         node: service,
         publish: async (message) => await publish(running, message),
-        store: (plugin) => pluginStore(db, plugin),
+        store: (plugin) => pluginStore(backend.stores, plugin),
         alarms: observability.alarms
       })
       late.plugins = plugins
@@ -179,7 +184,7 @@ export class BrokerNode {
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       late.listeners = listeners
       observability.attach({ engine, listeners, retainer, queues, hooks, shared })
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, timers, storeIndex, tracer, commands })
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, backend, timers, storeIndex, tracer, commands })
       try {
         for (const listener of listeners) {
           await listener.start()
@@ -200,6 +205,7 @@ export class BrokerNode {
       await timers?.stop()
       banned?.close()
       if (db.status === 'open') await persistence.destroy()
+      await backend.close()
       throw err
     }
   }
@@ -231,6 +237,7 @@ export class BrokerNode {
     this.#unfollowLevel()
     this.banned.close()
     if (this.#db.status === 'open') await this.#persistence.destroy()
+    await this.#backend.close()
     this.logger.info({ node: this.name }, 'broker node stopped')
   }
 }

@@ -1,8 +1,7 @@
 // Banned clients (SPEC §2.16): entries by client id, user name or IP address,
 // each until a time (unix seconds). Kept durably in the node's store, checked
 // at connect, swept when they expire.
-import type { Level } from 'level'
-import { textSublevel, type TextSublevel } from '../engine/store.js'
+import type { TextStore } from '../engine/text-store.js'
 
 export const BANNED_KINDS = ['client_id', 'username', 'ip_address'] as const
 export type BannedKind = typeof BANNED_KINDS[number]
@@ -24,15 +23,15 @@ const SWEEP_MS = 60_000
 
 export class BannedList {
   readonly #entries = new Map<string, BannedEntry>()
-  readonly #store: TextSublevel
+  readonly #store: TextStore
   #sweeper: NodeJS.Timeout | null = null
 
-  constructor (db: Level<string, Buffer>, private readonly now: () => number = () => Date.now()) {
-    this.#store = textSublevel(db, 'banned')
+  constructor (store: TextStore, private readonly now: () => number = () => Date.now()) {
+    this.#store = store
   }
 
   async open (): Promise<void> {
-    for await (const [key, value] of this.#store.iterator()) {
+    for await (const [key, value] of this.#store.entries()) {
       this.#entries.set(key, JSON.parse(value) as BannedEntry)
     }
     await this.sweep()

@@ -10,6 +10,15 @@ export const schema = {
   'node.name': string('broker@127.0.0.1'),
   'node.data_dir': string('data'),
 
+  'cluster.name': string('brokercluster'),
+  'cluster.discovery': choice(['manual', 'redis'] as const, 'manual'),
+  'cluster.redis.server': string('127.0.0.1:6379'),
+  'cluster.redis.sentinel': string(''),
+  'cluster.redis.password': string(''),
+  'cluster.redis.database': integer(0, 0, 15),
+  'cluster.heartbeat_interval': duration('2s'),
+  'cluster.rpc_timeout': duration('5s'),
+
   'log.console.level': choice(LOG_LEVELS, 'notice'),
 
   'listener.tcp.external': listenAddress('0.0.0.0:1883'),

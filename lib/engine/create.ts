@@ -3,6 +3,7 @@
 // marked below exist only with the patch.
 import { Aedes, type AedesOptions, type Client } from 'aedes'
 import type { Packet } from 'mqtt-packet'
+import type { MQEmitter } from 'mqemitter'
 import type { Config } from '../config/store.js'
 import type { EnhancedAuth } from '../access/enhanced-auth.js'
 import type { SessionTimers } from './session-timers.js'
@@ -49,6 +50,8 @@ export type EngineCallbacks = Pick<AedesOptions, 'authenticate' | 'authorizePubl
 export interface EngineOptions {
   config: Config
   persistence: AedesPersistence
+  /** the message bus shared by a cluster's nodes; undefined: Aedes' in-memory one */
+  mq?: MQEmitter
   callbacks: EngineCallbacks
   shared: SharedSubscriptions
   enhanced: EnhancedAuth
@@ -56,10 +59,14 @@ export interface EngineOptions {
   id?: string
 }
 
-export async function createEngine ({ config, persistence, callbacks, shared, enhanced, timers, id }: EngineOptions): Promise<Aedes> {
+export async function createEngine ({ config, persistence, mq, callbacks, shared, enhanced, timers, id }: EngineOptions): Promise<Aedes> {
   const options: AedesOptions & PatchedOptions = {
     id,
     persistence,
+    ...(mq === undefined
+      ? {}
+      // in a cluster, a node that stops heartbeating is dead after 3 intervals and its clients' wills are published
+      : { mq, heartbeatInterval: config.get('cluster.heartbeat_interval') }),
     maxClientsIdLength: config.get('mqtt.max_clientid_len'),
     maximumPacketSize: config.get('mqtt.max_packet_size'),
     maxTopicLevels: config.get('mqtt.max_topic_levels') || MAX_TOPIC_LEVELS,

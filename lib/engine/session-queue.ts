@@ -37,9 +37,13 @@ export class SessionQueues {
     this.#lengths.delete(clientId)
   }
 
-  /** Counts what the store holds, then wraps the persistence's queue operations. */
-  async attach (db: Level<string, Buffer>, persistence: AedesPersistence): Promise<void> {
-    for await (const key of db.keys({ gte: OUTGOING_PREFIX, lt: 'outgoing;' })) {
+  /**
+   * Counts what the store holds, then wraps the persistence's queue operations.
+   * `exact: false` (a store other nodes write too): the counts are this node's
+   * own enqueues, so the cap is per node and an empty count proves nothing.
+   */
+  async attach (db: Level<string, Buffer>, persistence: AedesPersistence, { exact = true } = {}): Promise<void> {
+    for await (const key of exact ? db.keys({ gte: OUTGOING_PREFIX, lt: 'outgoing;' }) : []) {
       const clientId = decodeURIComponent(key.slice(OUTGOING_PREFIX.length, key.indexOf(':', OUTGOING_PREFIX.length)))
       this.#add(clientId, 1)
     }
@@ -51,7 +55,7 @@ export class SessionQueues {
     }
     // every connect reads the session's queue: skip the store scan when nothing is queued
     const stream = queue.outgoingStream.bind(queue)
-    queue.outgoingStream = (client) => this.length(client.id) === 0 ? Readable.from([]) : stream(client)
+    if (exact) queue.outgoingStream = (client) => this.length(client.id) === 0 ? Readable.from([]) : stream(client)
     queue.outgoingClearMessageId = async (client, packet) => {
       const cleared = await clear(client, packet)
       if (cleared !== undefined) this.#add(client.id, -1)

@@ -5,9 +5,8 @@
 // wiped, a will whose time passed is published, the others are re-armed and
 // cancelled if their client comes back first.
 import type { Aedes, AedesPublishPacket, Client } from 'aedes'
-import type { Level } from 'level'
 import type { Logger } from '../log.js'
-import { textSublevel, type TextSublevel } from './store.js'
+import type { TextStore } from './text-store.js'
 
 type Kind = 'session' | 'will'
 interface TimerRecord { firesAt: number, will?: Record<string, unknown> }
@@ -24,13 +23,14 @@ const reviveBuffers = (_key: string, value: unknown): unknown =>
     : value
 
 export class SessionTimers {
-  readonly #store: TextSublevel
+  readonly #store: TextStore
   readonly #restored = new Map<string, NodeJS.Timeout>()
   /** writes in flight, so a restart can wait for them */
   #pending: Promise<unknown> = Promise.resolve()
 
-  constructor (private readonly db: Level<string, Buffer>, private readonly logger: Logger) {
-    this.#store = textSublevel(db, 'timers')
+  /** `wipeQueue` removes a session's queued messages from the store (what Aedes' persistence has no call for). */
+  constructor (store: TextStore, private readonly wipeQueue: (clientId: string) => Promise<void>, private readonly logger: Logger) {
+    this.#store = store
   }
 
   armed (kind: Kind, clientId: string, firesAt: number, will?: object): void {
@@ -48,7 +48,7 @@ export class SessionTimers {
       for (const kind of ['session', 'will'] as const) this.#cancel(kind, client.id)
     })
     const now = Date.now()
-    for await (const [key, value] of this.#store.iterator()) {
+    for await (const [key, value] of this.#store.entries()) {
       const kind = key.slice(0, key.indexOf(':')) as Kind
       const clientId = key.slice(kind.length + 1)
       const record = JSON.parse(value, reviveBuffers) as TimerRecord
@@ -88,9 +88,7 @@ export class SessionTimers {
     await persistence.cleanSubscriptions(client)
     await persistence.delWill(client)
     await persistence.cleanIncoming?.(client)
-    const id = encodeURIComponent(clientId)
-    await this.db.clear({ gte: `outgoing:${id}:`, lt: `outgoing:${id};` })
-    await this.db.clear({ gte: `outgoing-id:${id}:`, lt: `outgoing-id:${id};` })
+    await this.wipeQueue(clientId)
     onSessionWiped(clientId)
     this.logger.info({ clientId }, 'session expired while the node was down')
   }

@@ -24,7 +24,12 @@ const PREFIXES = { subscriptions: 'subscriptions:', will: 'will:', incoming: 'in
 /** What the index tells the rest of the node. */
 export interface StoreIndex {
   /** client ids that have subscriptions in the store (persistent sessions, online or not) */
-  clientsWithSubscriptions: () => string[]
+  clientsWithSubscriptions: () => Promise<string[]>
+}
+
+/** A store that says itself which clients it holds (Redis in a cluster, shared by every node): nothing to track here. */
+export function storedClientsIndex (storedClients: () => Promise<string[]>): StoreIndex {
+  return { clientsWithSubscriptions: storedClients }
 }
 
 export async function indexStore (db: Level<string, Buffer>, persistence: AedesPersistence): Promise<StoreIndex> {
@@ -35,7 +40,7 @@ export async function indexStore (db: Level<string, Buffer>, persistence: AedesP
   track(p, withSubscriptions, 'addSubscriptions', 'cleanSubscriptions')
   track(p, withWill, 'putWill', 'delWill')
   track(p, withIncoming, 'incomingStorePacket', 'cleanIncoming')
-  return { clientsWithSubscriptions: () => [...withSubscriptions] }
+  return { clientsWithSubscriptions: async () => [...withSubscriptions] }
 }
 
 type Adder = 'addSubscriptions' | 'putWill' | 'incomingStorePacket'

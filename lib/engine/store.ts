@@ -45,3 +45,10 @@ export function textSublevel (db: Level<string, Buffer>, name: string) {
   return db.sublevel<string, string>(name, { valueEncoding: 'utf8' })
 }
 export type TextSublevel = ReturnType<typeof textSublevel>
+
+/** Removes a session's queued messages (the level persistence's `outgoing:` and `outgoing-id:` keys). */
+export async function wipeLevelQueue (db: Level<string, Buffer>, clientId: string): Promise<void> {
+  const id = encodeURIComponent(clientId)
+  await db.clear({ gte: `outgoing:${id}:`, lt: `outgoing:${id};` })
+  await db.clear({ gte: `outgoing-id:${id}:`, lt: `outgoing-id:${id};` })
+}

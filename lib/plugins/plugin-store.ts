@@ -1,14 +1,8 @@
-// A plugin's durable key → string storage: a sublevel of the node's store.
-import type { Level } from 'level'
-import { textSublevel } from '../engine/store.js'
+// A plugin's durable key → string storage: a section of the node's text
+// stores (LevelDB on one node, Redis in a cluster), named after the plugin.
+import type { TextStores } from '../engine/text-store.js'
 import type { PluginStore } from './contract.js'
 
-export function pluginStore (db: Level<string, Buffer>, plugin: string): PluginStore {
-  const level = textSublevel(db, `plugin_${plugin}`)
-  return {
-    get: async (key) => await level.get(key),
-    put: async (key, value) => { await level.put(key, value) },
-    del: async (key) => { await level.del(key) },
-    entries: () => level.iterator()
-  }
+export function pluginStore (stores: TextStores, plugin: string): PluginStore {
+  return stores(`plugin_${plugin}`)
 }

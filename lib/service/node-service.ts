@@ -216,7 +216,7 @@ export class NodeService {
     const online = this.#online()
     const connected = new Set(online.map((c) => c.id))
     const offline: SessionRecord[] = []
-    for (const clientId of this.parts.storeIndex.clientsWithSubscriptions().sort()) {
+    for (const clientId of (await this.parts.storeIndex.clientsWithSubscriptions()).sort()) {
       if (connected.has(clientId) || engineClient(this.parts.engine, clientId)?.closed === false) continue
       const record = await this.#offlineSession(clientId)
       if (record !== undefined) offline.push(record)
@@ -228,7 +228,7 @@ export class NodeService {
     const client = this.#onlineClient(clientId)
     if (client !== undefined) return [this.#session(client)]
     if (engineClient(this.parts.engine, clientId)?.closed === false) return []
-    if (!this.parts.storeIndex.clientsWithSubscriptions().includes(clientId)) return []
+    if (!(await this.parts.storeIndex.clientsWithSubscriptions()).includes(clientId)) return []
     const record = await this.#offlineSession(clientId)
     return record === undefined ? [] : [record]
   }

@@ -1,0 +1,30 @@
+// Connections to the cluster's Redis server (or the master a Sentinel set
+// names), from the `cluster.redis.*` settings.
+import { Redis, type RedisOptions } from 'ioredis'
+import type { Config } from '../config/store.js'
+
+function hostPort (text: string): { host: string, port: number } {
+  const at = text.lastIndexOf(':')
+  const host = at < 0 ? text : text.slice(0, at)
+  const port = at < 0 ? 6379 : Number(text.slice(at + 1))
+  return { host: host.replace(/^\[|\]$/g, ''), port }
+}
+
+export function redisOptions (config: Config): RedisOptions {
+  const servers = config.get('cluster.redis.server').split(',').map((s) => s.trim()).filter((s) => s !== '')
+  const password = config.get('cluster.redis.password')
+  const sentinel = config.get('cluster.redis.sentinel')
+  const common: RedisOptions = {
+    db: config.get('cluster.redis.database'),
+    ...(password === '' ? {} : { password }),
+    // a command waits for a lost connection to come back (up to the retry limit) instead of failing at once
+    maxRetriesPerRequest: 20,
+    retryStrategy: (times) => Math.min(times * 100, 2000)
+  }
+  if (sentinel !== '') return { ...common, sentinels: servers.map(hostPort), name: sentinel }
+  return { ...common, ...hostPort(servers[0] ?? '127.0.0.1:6379') }
+}
+
+export function connectRedis (config: Config, extra: RedisOptions = {}): Redis {
+  return new Redis({ ...redisOptions(config), ...extra })
+}

@@ -1,0 +1,74 @@
+// Where the node keeps its state. One node: LevelDB under data/ for
+// everything. A Redis cluster (`cluster.discovery = redis`): the engine's
+// message bus (mqemitter-redis), its persistence (aedes-persistence-redis) and
+// the shared sections (banned, plugin stores, timers) live in Redis, so every
+// node sees them; LevelDB stays open for nothing shared.
+import { createRequire } from 'node:module'
+import type { Redis } from 'ioredis'
+import type { Level } from 'level'
+import type { MQEmitter } from 'mqemitter'
+import type { Config } from '../config/store.js'
+import { connectRedis, redisOptions } from '../cluster/redis.js'
+import { openStore, wipeLevelQueue, type AedesPersistence } from './store.js'
+import { levelTextStores, redisTextStores, type TextStores } from './text-store.js'
+
+const require = createRequire(import.meta.url)
+const AsyncRedisPersistence = require('aedes-persistence-redis/asyncPersistence.js') as new (options: { conn: Redis }) => AedesPersistence
+const mqemitterRedis = require('mqemitter-redis') as (options: object) => MQEmitter
+
+export interface Backend {
+  db: Level<string, Buffer>
+  persistence: AedesPersistence
+  /** the engine's message bus in a cluster; undefined: Aedes' in-memory one */
+  mq?: MQEmitter
+  stores: TextStores
+  /** removes a session's queued messages */
+  wipeQueue: (clientId: string) => Promise<void>
+  /** the state is shared with other nodes */
+  shared: boolean
+  /** the cluster's Redis connection for the node's own keys */
+  redis?: Redis
+  /** client ids with stored subscriptions (persistent sessions, offline ones included), when the store says so itself */
+  storedClients?: () => Promise<string[]>
+  /** the store can be used */
+  available: () => boolean
+  /** closes what the engine does not close itself (the engine closes mq and the persistence) */
+  close: () => Promise<void>
+}
+
+export async function openBackend (config: Config, dataDir: string): Promise<Backend> {
+  const { db, persistence } = await openStore(dataDir)
+  if (config.get('cluster.discovery') !== 'redis') {
+    return {
+      db,
+      persistence,
+      stores: levelTextStores(db),
+      wipeQueue: async (clientId) => await wipeLevelQueue(db, clientId),
+      shared: false,
+      available: () => db.status === 'open',
+      close: async () => {}
+    }
+  }
+  // the level persistence is not used in a cluster; its store stays open for the data folder's lock
+  const redis = connectRedis(config)
+  const prefix = config.get('cluster.name')
+  return {
+    db,
+    persistence: new AsyncRedisPersistence({ conn: connectRedis(config) }),
+    mq: mqemitterRedis(redisOptions(config)),
+    stores: redisTextStores(redis, prefix),
+    wipeQueue: async (clientId) => {
+      const id = encodeURIComponent(clientId)
+      const ids = await redis.keys(`outgoing-id:${id}:*`)
+      await redis.del(`outgoing:${id}`, ...ids)
+    },
+    shared: true,
+    redis,
+    storedClients: async () => await redis.smembers('clients'),
+    available: () => db.status === 'open' && redis.status === 'ready',
+    close: async () => {
+      redis.disconnect()
+      if (db.status === 'open') await db.close()
+    }
+  }
+}
