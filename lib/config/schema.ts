@@ -25,6 +25,8 @@ export const schema = {
   'listener.tcp.external.acceptors': integer(8, 1),
   'listener.tcp.external.max_connections': integer(1024000, 1),
   'listener.tcp.external.max_conn_rate': rate(1000),
+  'listener.tcp.external.proxy_protocol': flag(false),
+  'listener.tcp.external.proxy_protocol_timeout': duration('3s'),
 
   'listener.ssl.external': listenAddress('8883'),
   'listener.ssl.external.acceptors': integer(16, 1),
@@ -35,12 +37,16 @@ export const schema = {
   'listener.ssl.external.cacertfile': string('etc/certs/cacert.pem'),
   'listener.ssl.external.verify': choice(VERIFY, 'verify_none'),
   'listener.ssl.external.fail_if_no_peer_cert': flag(false),
+  'listener.ssl.external.proxy_protocol': flag(false),
+  'listener.ssl.external.proxy_protocol_timeout': duration('3s'),
 
   'listener.ws.external': listenAddress('8083'),
   'listener.ws.external.acceptors': integer(4, 1),
   'listener.ws.external.max_clients': integer(64, 1),
   'listener.ws.external.max_conn_rate': rate(1000),
   'listener.ws.external.mqtt_path': string('/mqtt'),
+  'listener.ws.external.proxy_address_header': string(''),
+  'listener.ws.external.proxy_port_header': string(''),
 
   'listener.wss.external': listenAddress('8084'),
   'listener.wss.external.acceptors': integer(4, 1),
@@ -52,6 +58,8 @@ export const schema = {
   'listener.wss.external.cacertfile': string('etc/certs/cacert.pem'),
   'listener.wss.external.verify': choice(VERIFY, 'verify_none'),
   'listener.wss.external.fail_if_no_peer_cert': flag(false),
+  'listener.wss.external.proxy_address_header': string(''),
+  'listener.wss.external.proxy_port_header': string(''),
 
   'mqtt.allow_anonymous': flag(true),
   'mqtt.acl_nomatch': choice(['allow', 'deny'] as const, 'allow'),

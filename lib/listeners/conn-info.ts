@@ -39,13 +39,19 @@ export function peerCertSubject (socket: TLSSocket): string {
   return Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join(',')
 }
 
-/** Records what a listener knows about the connection carried by `stream` over `socket`. */
-export function recordConnection (stream: Duplex, socket: Socket, protocol: string, secure: boolean, refusal?: Refusal): void {
+/** The client's address when a proxy in front of the listener told it (PROXY protocol, X-Forwarded-For). */
+export interface Peer { address: string, port: number }
+
+/**
+ * Records what a listener knows about the connection carried by `stream` over
+ * `socket`; `peer` replaces the socket's address when a proxy gave the client's.
+ */
+export function recordConnection (stream: Duplex, socket: Socket, protocol: string, secure: boolean, refusal?: Refusal, peer?: Peer): void {
   setConnInfo(stream, {
     protocol,
     zone: 'external',
-    ipAddress: plainAddress(socket.remoteAddress),
-    port: socket.remotePort ?? 0,
+    ipAddress: peer?.address ?? plainAddress(socket.remoteAddress),
+    port: peer?.port ?? socket.remotePort ?? 0,
     peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl',
     refusal
   })

@@ -15,10 +15,16 @@ const REFUSAL_GRACE_MS = 2000
 
 export type Refusal = 'quota_exceeded' | 'server_busy'
 
-export interface GateCounters { current: number, refused: number, closed: number }
+export interface GateCounters {
+  current: number
+  refused: number
+  closed: number
+  /** connections closed for a missing, bad or late PROXY protocol header */
+  proxyRefused: number
+}
 
 export class ConnectionGate {
-  readonly counters: GateCounters = { current: 0, refused: 0, closed: 0 }
+  readonly counters: GateCounters = { current: 0, refused: 0, closed: 0, proxyRefused: 0 }
   #tokens: number
   #refilledAt = Date.now()
   #refusing = 0

@@ -17,6 +17,7 @@ export async function createListeners (config: Config, root: string, handle: Con
       acceptors: config.get('listener.tcp.external.acceptors'),
       maxConnections: config.get('listener.tcp.external.max_connections'),
       maxConnRate: config.get('listener.tcp.external.max_conn_rate'),
+      proxyProtocolTimeout: config.get('listener.tcp.external.proxy_protocol') ? config.get('listener.tcp.external.proxy_protocol_timeout') : undefined,
       handle
     }))
   }
@@ -29,6 +30,7 @@ export async function createListeners (config: Config, root: string, handle: Con
       maxConnections: config.get('listener.ssl.external.max_connections'),
       maxConnRate: config.get('listener.ssl.external.max_conn_rate'),
       tls: await tlsOptions(config, 'listener.ssl.external', root),
+      proxyProtocolTimeout: config.get('listener.ssl.external.proxy_protocol') ? config.get('listener.ssl.external.proxy_protocol_timeout') : undefined,
       handle
     }))
   }
@@ -41,6 +43,7 @@ export async function createListeners (config: Config, root: string, handle: Con
       acceptors: config.get('listener.ws.external.acceptors'),
       maxClients: config.get('listener.ws.external.max_clients'),
       maxConnRate: config.get('listener.ws.external.max_conn_rate'),
+      ...proxyHeaders(config, 'listener.ws.external'),
       handle
     }))
   }
@@ -54,8 +57,16 @@ export async function createListeners (config: Config, root: string, handle: Con
       maxClients: config.get('listener.wss.external.max_clients'),
       maxConnRate: config.get('listener.wss.external.max_conn_rate'),
       tls: await tlsOptions(config, 'listener.wss.external', root),
+      ...proxyHeaders(config, 'listener.wss.external'),
       handle
     }))
   }
   return listeners
+}
+
+/** The proxy headers a WebSocket listener reads (docs/listeners-proxy.md); an empty setting is unset. */
+function proxyHeaders (config: Config, prefix: 'listener.ws.external' | 'listener.wss.external'): { proxyAddressHeader?: string, proxyPortHeader?: string } {
+  const address = config.get(`${prefix}.proxy_address_header`)
+  const port = config.get(`${prefix}.proxy_port_header`)
+  return { proxyAddressHeader: address === '' ? undefined : address, proxyPortHeader: port === '' ? undefined : port }
 }

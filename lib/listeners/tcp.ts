@@ -1,10 +1,12 @@
-// MQTT over TCP (`mqtt:tcp`) and over TLS (`mqtt:ssl`).
+// MQTT over TCP (`mqtt:tcp`) and over TLS (`mqtt:ssl`), optionally behind a
+// load balancer speaking the PROXY protocol (docs/listeners-proxy.md).
 import { createServer, type Server, type Socket } from 'node:net'
-import { createServer as createTlsServer, type TlsOptions } from 'node:tls'
+import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls'
 import type { ListenAddress } from '../config/types.js'
-import { recordConnection } from './conn-info.js'
+import { recordConnection, type Peer } from './conn-info.js'
 import { ConnectionGate, type Refusal } from './gate.js'
 import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
+import { readProxyHeader } from './proxy-protocol.js'
 
 export interface SocketListenerOptions {
   name: string
@@ -14,6 +16,8 @@ export interface SocketListenerOptions {
   maxConnRate: number
   /** TLS options for `mqtt:ssl`; absent for plain TCP */
   tls?: TlsOptions
+  /** when set, every connection must start with a PROXY protocol v1 or v2 header within this many ms */
+  proxyProtocolTimeout?: number
   handle: ConnectionHandler
 }
 
@@ -32,17 +36,28 @@ export class SocketListener implements Listener {
     this.acceptors = options.acceptors
     this.address = { ...options.address }
     this.gate = new ConnectionGate(options.maxConnections, options.maxConnRate)
-    const onSocket = (socket: Socket): void => {
-      socket.setNoDelay(true)
-      const hand = (refusal?: Refusal): void => {
-        recordConnection(socket, socket, this.protocol, secure, refusal)
-        options.handle(socket)
-      }
-      this.gate.admit(socket, hand, hand)
+    const handOn = (socket: Socket, refusal?: Refusal, peer?: Peer): void => {
+      recordConnection(socket, socket, this.protocol, secure, refusal, peer)
+      options.handle(socket)
     }
-    this.#server = secure
-      ? createTlsServer(options.tls!).on('secureConnection', onSocket).on('tlsClientError', (_err, socket) => socket.destroy())
-      : createServer(onSocket)
+    const admit = (socket: Socket, reach: (refusal?: Refusal) => void): void => {
+      socket.setNoDelay(true)
+      this.gate.admit(socket, reach, reach)
+    }
+    const timeout = options.proxyProtocolTimeout
+    if (timeout === undefined) {
+      const onSocket = (socket: Socket): void => admit(socket, (refusal) => handOn(socket, refusal))
+      this.#server = secure
+        ? createTlsServer(options.tls!).on('secureConnection', onSocket).on('tlsClientError', (_err, socket) => socket.destroy())
+        : createServer(onSocket)
+    } else if (!secure) {
+      // admitted first, as without a proxy: max_connections and max_conn_rate bound the sockets waiting for a header
+      this.#server = createServer((socket) => admit(socket, (refusal) => {
+        this.#proxied(socket, timeout, (peer) => handOn(socket, refusal, peer))
+      }))
+    } else {
+      this.#server = this.#proxiedTls(options.tls!, timeout, (socket, peer) => admit(socket, (refusal) => handOn(socket, refusal, peer)))
+    }
   }
 
   async start (): Promise<void> {
@@ -52,5 +67,40 @@ export class SocketListener implements Listener {
   async stop (): Promise<void> {
     this.gate.close()
     await closeServer(this.#server)
+  }
+
+  /** Reads the PROXY header, then calls `next`; a connection without a valid one is closed unread. */
+  #proxied (socket: Socket, timeout: number, next: (peer: Peer | undefined) => void): void {
+    readProxyHeader(socket, timeout, (err, header) => {
+      if (err !== null) {
+        this.gate.counters.proxyRefused++
+        socket.on('error', () => {})
+        socket.destroy()
+        return
+      }
+      next(header?.peer)
+    })
+  }
+
+  /**
+   * The header comes before the TLS handshake: a plain server reads it off the
+   * raw socket and hands the socket (the ClientHello put back) to a TLS server
+   * that never listens itself. The peer is found again by the socket's
+   * remote address and port, which the TLS socket over it shares.
+   */
+  #proxiedTls (tls: TlsOptions, timeout: number, onSocket: (socket: TLSSocket, peer?: Peer) => void): Server {
+    const peers = new Map<string, Peer>()
+    const key = (socket: Socket): string => `${socket.remoteAddress ?? ''}|${socket.remotePort ?? 0}`
+    const tlsServer = createTlsServer(tls)
+      .on('secureConnection', (socket: TLSSocket) => onSocket(socket, peers.get(key(socket))))
+      .on('tlsClientError', (_err, socket) => socket.destroy())
+    return createServer((raw) => this.#proxied(raw, timeout, (peer) => {
+      if (peer !== undefined) {
+        const k = key(raw)
+        peers.set(k, peer)
+        raw.once('close', () => peers.delete(k))
+      }
+      tlsServer.emit('connection', raw)
+    }))
   }
 }

@@ -2,11 +2,11 @@
 // `mqtt_path`, with the MQTT sub-protocols of SPEC §4.4 (and plain `mqtt`).
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
-import type { Socket } from 'node:net'
+import { isIP, type Socket } from 'node:net'
 import type { TlsOptions } from 'node:tls'
 import { WebSocketServer, createWebSocketStream } from 'ws'
 import type { ListenAddress } from '../config/types.js'
-import { recordConnection } from './conn-info.js'
+import { plainAddress, recordConnection, type Peer } from './conn-info.js'
 import { ConnectionGate, type Refusal } from './gate.js'
 import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
 
@@ -20,6 +20,10 @@ export interface WsListenerOptions {
   maxClients: number
   maxConnRate: number
   tls?: TlsOptions
+  /** request header naming the client's address (set by a proxy in front), e.g. `X-Forwarded-For` */
+  proxyAddressHeader?: string
+  /** request header naming the client's port, e.g. `X-Forwarded-Port` */
+  proxyPortHeader?: string
   handle: ConnectionHandler
 }
 
@@ -28,6 +32,26 @@ export function chooseSubprotocol (offered: Set<string>): string | false {
     if (MQTT_SUBPROTOCOLS.has(protocol)) return protocol
   }
   return false
+}
+
+function headerValue (req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name.toLowerCase()]
+  return Array.isArray(value) ? value.join(',') : value
+}
+
+/**
+ * The client's address from the proxy's request headers: the left-most entry
+ * of a comma-separated list (`X-Forwarded-For: client, proxy1, proxy2`). A
+ * header that is missing or not an IP address leaves the socket's address;
+ * a missing port header leaves the socket's port (as EMQ X does).
+ */
+export function forwardedPeer (req: IncomingMessage, socket: Socket, addressHeader: string, portHeader?: string): Peer | undefined {
+  let address = headerValue(req, addressHeader)?.split(',')[0].trim()
+  if (address?.startsWith('[') === true && address.endsWith(']')) address = address.slice(1, -1)
+  if (address === undefined || isIP(address) === 0) return undefined
+  const portText = portHeader === undefined ? undefined : headerValue(req, portHeader)?.split(',')[0].trim()
+  const port = portText !== undefined && /^\d{1,5}$/.test(portText) && Number(portText) <= 65535 ? Number(portText) : socket.remotePort ?? 0
+  return { address: plainAddress(address), port }
 }
 
 export class WsListener implements Listener {
@@ -46,6 +70,7 @@ export class WsListener implements Listener {
     this.acceptors = options.acceptors
     this.address = { ...options.address }
     this.gate = new ConnectionGate(options.maxClients, options.maxConnRate)
+    const addressHeader = options.proxyAddressHeader
     this.#wss = new WebSocketServer({ noServer: true, handleProtocols: chooseSubprotocol, perMessageDeflate: false })
     this.#server = secure ? createHttpsServer(options.tls!) : createServer()
     this.#server.on('request', (_req, res) => {
@@ -62,7 +87,8 @@ export class WsListener implements Listener {
         this.#wss.handleUpgrade(req, socket, head, (ws) => {
           const stream = createWebSocketStream(ws)
           stream.on('error', () => stream.destroy())
-          recordConnection(stream, socket, this.protocol, secure, refusal)
+          const peer = addressHeader === undefined ? undefined : forwardedPeer(req, socket, addressHeader, options.proxyPortHeader)
+          recordConnection(stream, socket, this.protocol, secure, refusal, peer)
           options.handle(stream, req)
         })
       }
