@@ -4,6 +4,7 @@
 // the shared sections (banned, plugin stores, timers) live in Redis, so every
 // node sees them; LevelDB stays open for nothing shared.
 import { createRequire } from 'node:module'
+import { Readable } from 'node:stream'
 import type { Redis } from 'ioredis'
 import type { Level } from 'level'
 import type { MQEmitter } from 'mqemitter'
@@ -36,6 +37,21 @@ export interface Backend {
   close: () => Promise<void>
 }
 
+/** aedes-persistence-redis answers these with async generators; Aedes reads them as streams (as the level persistence gives). */
+const STREAMING = ['createRetainedStreamCombi', 'createRetainedStream', 'outgoingStream', 'streamWill', 'getClientList'] as const
+
+function withStreams (persistence: AedesPersistence): AedesPersistence {
+  const methods = persistence as unknown as Record<string, (...args: unknown[]) => unknown>
+  for (const name of STREAMING) {
+    const method = methods[name].bind(persistence)
+    methods[name] = (...args) => {
+      const result = method(...args) as AsyncIterable<unknown> & { on?: unknown }
+      return typeof result.on === 'function' ? result : Readable.from(result)
+    }
+  }
+  return persistence
+}
+
 export async function openBackend (config: Config, dataDir: string): Promise<Backend> {
   const { db, persistence } = await openStore(dataDir)
   if (config.get('cluster.discovery') !== 'redis') {
@@ -54,7 +70,7 @@ export async function openBackend (config: Config, dataDir: string): Promise<Bac
   const prefix = config.get('cluster.name')
   return {
     db,
-    persistence: new AsyncRedisPersistence({ conn: connectRedis(config) }),
+    persistence: withStreams(new AsyncRedisPersistence({ conn: connectRedis(config) })),
     mq: mqemitterRedis(redisOptions(config)),
     stores: redisTextStores(redis, prefix),
     wipeQueue: async (clientId) => {
