@@ -1,6 +1,13 @@
-// Structured logs (pino). EMQ X level names map onto pino's; a terminal gets
-// the human-readable form, anything else gets one JSON object per line.
+// Structured logs (pino). EMQ X level names map onto pino's. The console
+// gets `text` (one human-readable line per record) or `json` (one JSON object
+// per line); `auto` is text on a terminal, JSON otherwise. `log.file` adds a
+// JSON-lines file rotated by size and count (log-file.ts). Each output has
+// its own level, changeable at run time; the logger's own level is the
+// lower of the two, so a record below both costs nothing.
+import { isAbsolute, resolve } from 'node:path'
 import pino, { type Logger } from 'pino'
+import type { Config } from './config/store.js'
+import { RotatingFile } from './log-file.js'
 
 export type { Logger }
 
@@ -15,6 +22,8 @@ const LEVELS: Record<string, pino.Level> = {
   emergency: 'fatal'
 }
 
+const PRETTY = { translateTime: 'SYS:standard', ignore: 'pid,hostname', singleLine: true }
+
 export function pinoLevel (level: string): pino.Level {
   return LEVELS[level] ?? 'info'
 }
@@ -22,15 +31,92 @@ export function pinoLevel (level: string): pino.Level {
 export function createLogger (level: string, pretty = process.stdout.isTTY === true): Logger {
   const options: pino.LoggerOptions = { level: pinoLevel(level), base: { pid: process.pid } }
   if (pretty) {
-    return pino({ ...options, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:standard', ignore: 'pid,hostname' } } })
+    return pino({ ...options, transport: { target: 'pino-pretty', options: PRETTY } })
   }
   return pino(options)
 }
 
-/** Keeps `logger`'s level on `log.console.level` as it changes at run time; returns the undo. */
-export function followLevel (config: { on: (event: 'change', listener: (key: string, value: unknown) => void) => unknown, off: (event: 'change', listener: (key: string, value: unknown) => void) => unknown }, logger: Logger): () => void {
+export type ConsoleFormat = 'auto' | 'text' | 'json'
+
+export interface LogSettings {
+  level: string
+  format: ConsoleFormat
+  /** absent: no log file */
+  file?: { path: string, level: string, maxSize: number, maxCount: number }
+}
+
+/** The `log.*` settings; a relative `log.file` is resolved against the install root. */
+export function logSettings (config: Config, root: string): LogSettings {
+  const path = config.get('log.file')
+  return {
+    level: config.get('log.console.level'),
+    format: config.get('log.console.format'),
+    file: path === '' ? undefined : { path: isAbsolute(path) ? path : resolve(root, path), level: config.get('log.file.level'), maxSize: config.get('log.file.max_size'), maxCount: config.get('log.file.max_count') }
+  }
+}
+
+interface Output { level: number, stream: { write: (data: string) => unknown, flushSync?: () => void, end?: () => void } }
+
+/** One pino destination feeding each output whose level the record reaches (pino tells it the level: `pino.metadata`). */
+const METADATA: unique symbol = Symbol.for('pino.metadata') as typeof METADATA
+
+class Outputs {
+  readonly [METADATA] = true
+  lastLevel = 0
+  constructor (readonly console: Output, readonly file: Output | undefined) {}
+
+  write (data: string): void {
+    if (this.lastLevel >= this.console.level) this.console.stream.write(data)
+    if (this.file !== undefined && this.lastLevel >= this.file.level) this.file.stream.write(data)
+  }
+
+  flushSync (): void {
+    this.console.stream.flushSync?.()
+    this.file?.stream.flushSync?.()
+  }
+
+  end (): void {
+    this.file?.stream.end?.()
+  }
+
+  lowest (): number {
+    return Math.min(this.console.level, this.file?.level ?? Infinity)
+  }
+}
+
+const outputsOf = new WeakMap<Logger, Outputs>()
+
+/** The node's logger from `log.*`; throws when the log file cannot be opened. */
+export function createNodeLogger (settings: LogSettings, isTTY = process.stdout.isTTY === true): Logger {
+  const text = settings.format === 'text' || (settings.format === 'auto' && isTTY)
+  const consoleStream = text
+    ? pino.transport({ target: 'pino-pretty', options: { ...PRETTY, destination: 1 } }) as Output['stream']
+    : pino.destination({ dest: 1, sync: true })
+  const levelValue = (level: string): number => pino.levels.values[pinoLevel(level)]
+  const file = settings.file === undefined
+    ? undefined
+    : { level: levelValue(settings.file.level), stream: new RotatingFile(settings.file.path, settings.file.maxSize, settings.file.maxCount) }
+  const outputs = new Outputs({ level: levelValue(settings.level), stream: consoleStream }, file)
+  const logger = pino({ level: pino.levels.labels[outputs.lowest()], base: { pid: process.pid } }, outputs)
+  outputsOf.set(logger, outputs)
+  return logger
+}
+
+type ConfigEvents = { on: (event: 'change', listener: (key: string, value: unknown) => void) => unknown, off: (event: 'change', listener: (key: string, value: unknown) => void) => unknown }
+
+/** Keeps `logger`'s levels on `log.console.level` (and `log.file.level`) as they change at run time; returns the undo. */
+export function followLevel (config: ConfigEvents, logger: Logger): () => void {
   const onChange = (key: string, value: unknown): void => {
-    if (key === 'log.console.level') logger.level = pinoLevel(String(value))
+    if (key !== 'log.console.level' && key !== 'log.file.level') return
+    const outputs = outputsOf.get(logger)
+    if (outputs === undefined) {
+      if (key === 'log.console.level') logger.level = pinoLevel(String(value))
+      return
+    }
+    const output = key === 'log.console.level' ? outputs.console : outputs.file
+    if (output === undefined) return
+    output.level = pino.levels.values[pinoLevel(String(value))]
+    logger.level = pino.levels.labels[outputs.lowest()]
   }
   config.on('change', onChange)
   return () => { config.off('change', onChange) }

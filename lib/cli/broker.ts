@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config/load.js'
 import { ConfigError } from '../config/parse.js'
-import { createLogger } from '../log.js'
+import { createNodeLogger, logSettings } from '../log.js'
 import { BrokerNode } from '../node.js'
 import { INSTALL_ROOT } from '../root.js'
 
@@ -51,7 +51,7 @@ async function main (): Promise<number> {
   let node: BrokerNode
   try {
     const config = await loadConfig({ file: args.config ?? join(INSTALL_ROOT, 'etc', 'broker.conf'), env: process.env, sets })
-    const logger = createLogger(config.get('log.console.level'))
+    const logger = createNodeLogger(logSettings(config, INSTALL_ROOT))
     node = await BrokerNode.start({ config, logger, root: INSTALL_ROOT })
   } catch (err) {
     const message = err instanceof ConfigError ? err.message : `cannot start: ${(err as Error).message}`

@@ -9,6 +9,7 @@ const VERIFY = ['verify_none', 'verify_peer'] as const
 export const schema = {
   'node.name': string('broker@127.0.0.1'),
   'node.data_dir': string('data'),
+  'node.drain_rate': integer(100, 1),
 
   'cluster.name': string('brokercluster'),
   'cluster.discovery': choice(['manual', 'redis'] as const, 'manual'),
@@ -20,6 +21,11 @@ export const schema = {
   'cluster.rpc_timeout': duration('5s'),
 
   'log.console.level': choice(LOG_LEVELS, 'notice'),
+  'log.console.format': choice(['auto', 'text', 'json'] as const, 'auto'),
+  'log.file': string(''),
+  'log.file.level': choice(LOG_LEVELS, 'notice'),
+  'log.file.max_size': bytesize('10MB'),
+  'log.file.max_count': integer(5, 1, 1000),
 
   'listener.tcp.external': listenAddress('0.0.0.0:1883'),
   'listener.tcp.external.acceptors': integer(8, 1),
