@@ -1,7 +1,12 @@
 // What a handler answers when it cannot do what was asked: a status and a
-// JSON body (SPEC §7.1: `{message}`; EMQ X's codes where they apply).
+// JSON body (SPEC §7.1: `{message}`; EMQ X's codes where they apply). Each
+// API writes it in its own shape (apis.ts).
 export class ApiError extends Error {
-  constructor (readonly status: number, readonly body: { code?: number, message: string }) {
+  /**
+   * `envelopeCode`: the §7.2 code of a refusal whose v3 body shows none
+   * (the v2 envelope always carries a code; without either it is 102).
+   */
+  constructor (readonly status: number, readonly body: { code?: number, message: string }, readonly envelopeCode?: number) {
     super(body.message)
     this.name = 'ApiError'
   }
@@ -9,6 +14,7 @@ export class ApiError extends Error {
 
 /** EMQ X's v3 codes (research notes; SPEC §7.2 table). */
 export const CODE = {
+  badRpc: 101,
   unknown: 102,
   wrongCredentials: 103,
   emptyCredentials: 104,

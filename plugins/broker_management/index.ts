@@ -1,6 +1,7 @@
-// broker_management: the management REST API v3 (SPEC §4.1–4.3) on hapi.
-// Every request authenticates as an application (§5.1). The operations are
-// the rows of routes.ts; they reach the node only through the node service
+// broker_management: the management REST APIs on hapi: v3 (SPEC §4.1–4.3,
+// applications as credentials) and v2 (§4.5, administrator users), one
+// server serving both (apis.ts). The operations are the rows of routes.ts
+// and routes-v2.ts; they reach the node only through the node service
 // (`ctx.node`). README.md lists the settings and the decisions.
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
@@ -9,7 +10,6 @@ import { definePlugin } from '../../lib/plugins/contract.js'
 import { Apps } from './apps.js'
 import { Users } from './users.js'
 import { adminsCommand, mgmtCommand } from './commands.js'
-import { routes } from './routes.js'
 import { createServer } from './server.js'
 import { listenOn, schema, type ManagementConfig } from './settings.js'
 
@@ -32,7 +32,7 @@ async function pemFile (root: string, key: string, value: string): Promise<Buffe
 export default definePlugin<ManagementConfig>({
   name: 'broker_management',
   version: '0.1.0',
-  description: 'Management REST API v3 (hapi, applications as Basic credentials)',
+  description: 'Management REST API v3 and v2 (hapi; applications, administrator users)',
   schema,
 
   async load (ctx) {
@@ -55,8 +55,8 @@ export default definePlugin<ManagementConfig>({
     })
     await users.seed()
     for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
-    const api = { node: ctx.node, apps, users, maxRowLimit: ctx.config['management.max_row_limit'], routes }
-    // HTTP, and HTTPS when set: two hapi servers built from the same route table
+    const api = { node: ctx.node, apps, users, maxRowLimit: ctx.config['management.max_row_limit'] }
+    // HTTP, and HTTPS when set: two hapi servers built from the same route tables
     const created = [await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)]
     if (https !== undefined && tls !== undefined) created.push(await createServer(listenOn(https), api, ctx.logger, tls))
     const started: Hapi.Server[] = []

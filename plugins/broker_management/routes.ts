@@ -56,8 +56,8 @@ function serviceError (err: unknown): never {
     case 'bad_topic': throw new ApiError(400, { code: CODE.badTopic, message: e.message })
     case 'not_online': throw notOnline()
     // SPEC §7.1 names the body; 409 Conflict: the plugin is already in the asked state
-    case 'already_started': throw new ApiError(409, { message: 'already_started' })
-    case 'not_started': throw new ApiError(409, { message: 'not_started' })
+    case 'already_started': throw new ApiError(409, { message: 'already_started' }, CODE.alreadyStarted)
+    case 'not_started': throw new ApiError(409, { message: 'not_started' }, CODE.alreadyStopped)
     default: throw err
   }
 }

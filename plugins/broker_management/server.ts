@@ -1,22 +1,22 @@
-// The hapi server of the v3 API, built from the route table: Basic auth by
-// application, joi validation with EMQ X's error codes, `:node` checked
-// against this node, paging, and every answer a JSON body. A handler's
-// failure is a 500 `{message}`; the server keeps serving.
+// The hapi server of the management APIs (apis.ts: v3 and v2), built from
+// their route tables: Basic auth by each API's credentials, joi validation
+// with EMQ X's error codes, `:node` checked against this node, paging, and
+// every answer a JSON body in the API's own shape. A handler's failure is a
+// 500; the server keeps serving.
 import Basic from '@hapi/basic'
 import Hapi from '@hapi/hapi'
 import type { Boom } from '@hapi/boom'
 import Joi from 'joi'
 import type { Logger } from '../../lib/log.js'
+import { APIS, type Api, type ServerContext } from './apis.js'
 import { ApiError, CODE } from './errors.js'
-import { page, pagingQuery } from './paging.js'
 import type { ApiContext, Route } from './routes.js'
 
-export const BASE = '/api/v3'
 export const REALM = 'broker'
 
-/** `/nodes/:node/plugins/` → `/api/v3/nodes/{node}/plugins`; a last `:topic` takes the rest of the path (topics hold slashes). */
-export function hapiPath (path: string): string {
-  const full = (BASE + path).replace(/\/$/, '')
+/** `/nodes/:node/plugins/` → `<base>/nodes/{node}/plugins`; a last `:topic` takes the rest of the path (topics hold slashes). */
+export function hapiPath (base: string, path: string): string {
+  const full = (base + path).replace(/\/$/, '')
   return full.replace(/:(\w+)/g, (_m, name: string, at: number) => at + name.length + 1 === full.length && name === 'topic' ? `{${name}*}` : `{${name}}`)
 }
 
@@ -35,58 +35,67 @@ function answer (h: Hapi.ResponseToolkit, status: number, body: unknown): Hapi.R
   return h.response(JSON.stringify(body)).type('application/json').code(status)
 }
 
+function refuse (h: Hapi.ResponseToolkit, api: Api, err: ApiError): Hapi.ResponseObject {
+  const response = answer(h, err.status, api.failure(err))
+  return err.status === 401 ? response.header('WWW-Authenticate', `Basic realm="${REALM}"`) : response
+}
+
+/** hapi's own refusals (no route, body not JSON, bad auth header) as this API's refusals. */
+function refusalOf (boom: Boom, request: Hapi.Request, open: Set<string>): ApiError {
+  const status = boom.output.statusCode
+  if (status === 401 || (status === 400 && !request.auth.isAuthenticated && !open.has(request.route.path))) {
+    return new ApiError(401, { message: 'unauthorized' }, CODE.wrongCredentials)
+  }
+  if (status === 404) return new ApiError(404, { message: 'not found' })
+  if (status === 400 || status === 415) return new ApiError(400, { code: CODE.notJson, message: `request body is not JSON: ${boom.message}` })
+  return new ApiError(status, { message: status >= 500 ? 'internal error' : boom.message })
+}
+
 /** `tls`: serve HTTPS with this certificate and key (PEM) instead of HTTP. */
-export async function createServer (listen: { host: string, port: number }, api: ApiContext, logger: Logger, tls?: { cert: Buffer, key: Buffer }): Promise<Hapi.Server> {
+export async function createServer (listen: { host: string, port: number }, context: ServerContext, logger: Logger, tls?: { cert: Buffer, key: Buffer }, apis: readonly Api[] = APIS): Promise<Hapi.Server> {
   const server = Hapi.server({ host: listen.host, port: listen.port, router: { stripTrailingSlash: true }, ...(tls === undefined ? {} : { tls }) })
   await server.register(Basic)
-  server.auth.strategy('application', 'basic', {
-    unauthorizedAttributes: { realm: REALM },
-    validate: async (_request: Hapi.Request, appId: string, secret: string) => {
-      const isValid = await api.apps.verify(appId, secret)
-      return { isValid, credentials: { appId } }
-    }
-  })
-  server.auth.default('application')
-
-  for (const route of api.routes) server.route(hapiRoute(route, api, logger))
-  // the Prometheus scrape endpoint: outside /api/v3 and without credentials, as scrapers expect
+  for (const api of apis) {
+    server.auth.strategy(api.strategy, 'basic', {
+      unauthorizedAttributes: { realm: REALM },
+      validate: async (_request: Hapi.Request, user: string, password: string) => ({ isValid: await api.verify(context, user, password), credentials: { user } })
+    })
+    const handlerContext: ApiContext = { ...context, routes: api.routes }
+    for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger))
+  }
+  // the Prometheus scrape endpoint: outside the APIs and without credentials, as scrapers expect
   server.route({
     method: 'GET',
     path: '/metrics',
     options: { auth: false },
     handler: async (_request, h) => {
-      const { contentType, text } = await api.node.prometheus()
+      const { contentType, text } = await context.node.prometheus()
       return h.response(text).type(contentType)
     }
   })
 
-  // hapi's own refusals (no route, body not JSON, bad auth header) in this API's shapes
-  const open = new Set(api.routes.filter((r) => r.auth === false).map((r) => hapiPath(r.path)))
+  const open = new Set(apis.flatMap((api) => api.routes.filter((r) => r.auth === false).map((r) => hapiPath(api.base, r.path))))
+  // a path outside every API is refused in the first API's shape
+  const apiOf = (path: string): Api => apis.find((api) => path === api.base || path.startsWith(api.base + '/')) ?? apis[0]
   server.ext('onPreResponse', (request, h) => {
     const response = request.response
     if (!('isBoom' in response) || response.isBoom !== true) return h.continue
     const boom = response as Boom
-    const status = boom.output.statusCode
-    if (status === 401 || (status === 400 && !request.auth.isAuthenticated && !open.has(request.route.path))) {
-      return answer(h, 401, { message: 'unauthorized' }).header('WWW-Authenticate', `Basic realm="${REALM}"`)
-    }
-    if (status === 404) return answer(h, 404, { message: 'not found' })
-    if (status === 400 || status === 415) return answer(h, 400, { code: CODE.notJson, message: `request body is not JSON: ${boom.message}` })
-    if (status >= 500) logger.error({ err: boom, path: request.path }, 'management API failure')
-    return answer(h, status, { message: status >= 500 ? 'internal error' : boom.message })
+    if (boom.output.statusCode >= 500) logger.error({ err: boom, path: request.path }, 'management API failure')
+    return refuse(h, apiOf(request.path), refusalOf(boom, request, open))
   })
   return server
 }
 
-function hapiRoute (route: Route, api: ApiContext, logger: Logger): Hapi.ServerRoute {
+function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger): Hapi.ServerRoute {
   const names = paramNames(route.path)
-  const query = route.paged === true ? Joi.object(pagingQuery).concat(route.validate?.query ?? Joi.object()) : route.validate?.query
+  const query = route.paged === true ? Joi.object(api.pagingQuery).concat(route.validate?.query ?? Joi.object()) : route.validate?.query
   const payload = route.validate?.payload
   return {
     method: route.method,
-    path: hapiPath(route.path),
+    path: hapiPath(api.base, route.path),
     options: {
-      auth: route.auth === false ? false : undefined,
+      auth: route.auth === false ? false : api.strategy,
       // parsed here (not by hapi's validate) so every failure becomes this API's own error body
       payload: route.method === 'GET' || route.method === 'DELETE' ? undefined : { parse: true, allow: 'application/json', failAction: 'error' }
     },
@@ -96,7 +105,8 @@ function hapiRoute (route: Route, api: ApiContext, logger: Logger): Hapi.ServerR
         for (const name of names) {
           if (typeof params[name] !== 'string' || params[name] === '') throw new ApiError(400, { code: CODE.missing, message: `"${name}" is required` })
         }
-        if (params.node !== undefined && params.node !== api.node.name) throw new ApiError(404, { message: 'node not found' })
+        // one node: another node's name is a failed call to that node
+        if (params.node !== undefined && params.node !== context.node.name) throw new ApiError(404, { message: 'node not found' }, CODE.badRpc)
         let q: Record<string, unknown> = request.query
         if (query !== undefined) {
           const checked = query.unknown(true).validate(request.query)
@@ -110,12 +120,12 @@ function hapiRoute (route: Route, api: ApiContext, logger: Logger): Hapi.ServerR
           if (checked.error !== undefined) throw validationError(checked.error, 'body')
           body = checked.value
         }
-        const result = await route.handler({ params, query: q, payload: body }, api)
-        return answer(h, 200, route.paged === true ? page(result as unknown[], q, api.maxRowLimit) : result)
+        const result = await route.handler({ params, query: q, payload: body }, context)
+        return answer(h, 200, api.success(route.paged === true ? api.page(result as unknown[], q, context.maxRowLimit) : result))
       } catch (err) {
-        if (err instanceof ApiError) return answer(h, err.status, err.body)
+        if (err instanceof ApiError) return refuse(h, api, err)
         logger.error({ err, route: route.name }, 'management API handler failed')
-        return answer(h, 500, { message: (err as Error).message })
+        return refuse(h, api, new ApiError(500, { message: (err as Error).message }))
       }
     }
   }

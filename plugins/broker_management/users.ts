@@ -4,6 +4,13 @@
 // (`dashboard.default_user.login` / `.password`) is recorded at load unless
 // it is there already, so a changed password survives restarts; it cannot
 // be deleted.
+//
+// A successful check is remembered for VERIFIED_TTL_MS (keyed by a SHA-256 of
+// name and password, never the password itself): the v2 API checks the
+// administrator on every request, and one pbkdf2 check (100 000 rounds) costs
+// about 40 ms of CPU here. Any change of a user's password or a removal
+// forgets every remembered check; failures are never remembered.
+import { createHash } from 'node:crypto'
 import { hashForStorage, verifyStored } from '../../lib/access/password-hash.js'
 import type { PluginStore } from '../../lib/plugins/contract.js'
 
@@ -13,8 +20,15 @@ interface StoredUser extends User { password: string }
 
 const PREFIX = 'user:'
 
+export const VERIFIED_TTL_MS = 30_000
+
 export class Users {
-  constructor (private readonly store: PluginStore, readonly defaultUser: { login: string, password: string }) {}
+  /** key of a successful check → when it expires */
+  readonly #verified = new Map<string, number>()
+  /** counts the changes that forgot every check */
+  #generation = 0
+
+  constructor (private readonly store: PluginStore, readonly defaultUser: { login: string, password: string }, private readonly now: () => number = Date.now) {}
 
   async seed (): Promise<void> {
     if (await this.#get(this.defaultUser.login) !== undefined) return
@@ -49,19 +63,37 @@ export class Users {
 
   async setPassword (username: string, password: string): Promise<void> {
     const user = await this.#get(username)
-    if (user !== undefined) await this.#put({ ...user, password: await hashForStorage(password) })
+    if (user === undefined) return
+    await this.#put({ ...user, password: await hashForStorage(password) })
+    this.#forget()
   }
 
   async remove (username: string): Promise<boolean> {
     if (await this.#get(username) === undefined) return false
     await this.store.del(PREFIX + username)
+    this.#forget()
     return true
   }
 
   /** True when the user exists and the password matches. */
   async verify (username: string, password: string): Promise<boolean> {
+    const key = createHash('sha256').update(JSON.stringify([username, password])).digest('hex')
+    const now = this.now()
+    const until = this.#verified.get(key)
+    if (until !== undefined && until > now) return true
+    this.#verified.delete(key)
+    const generation = this.#generation
     const user = await this.#get(username)
-    return user !== undefined && await verifyStored(password, user.password)
+    const ok = user !== undefined && await verifyStored(password, user.password)
+    // a change made while this check ran may have made its answer stale: not remembered then
+    if (ok && generation === this.#generation) this.#verified.set(key, now + VERIFIED_TTL_MS)
+    return ok
+  }
+
+  /** After a password change or a removal: no remembered check holds. */
+  #forget (): void {
+    this.#verified.clear()
+    this.#generation++
   }
 
   async #get (username: string): Promise<StoredUser | undefined> {
