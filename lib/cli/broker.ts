@@ -2,6 +2,7 @@
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config/load.js'
+import { logShadowedOverrides } from '../config/overrides.js'
 import { ConfigError } from '../config/parse.js'
 import { createNodeLogger, logSettings } from '../log.js'
 import { BrokerNode } from '../node.js'
@@ -18,7 +19,8 @@ Options:
   -s, --set KEY=VALUE   override one setting; repeatable
   -h, --help            show this help
 
-Settings are read from the file, then from environment variables
+Settings are read from the file, then from the changes made at run time
+(kept in <data dir>/configs.override), then from environment variables
 BROKER_<KEY> (dots written as __, e.g. BROKER_LISTENER__TCP__EXTERNAL=1884),
 then from --set. SIGTERM or SIGINT stops the node cleanly.
 `
@@ -50,8 +52,9 @@ async function main (): Promise<number> {
 
   let node: BrokerNode
   try {
-    const config = await loadConfig({ file: args.config ?? join(INSTALL_ROOT, 'etc', 'broker.conf'), env: process.env, sets })
+    const config = await loadConfig({ file: args.config ?? join(INSTALL_ROOT, 'etc', 'broker.conf'), env: process.env, sets, root: INSTALL_ROOT })
     const logger = createNodeLogger(logSettings(config, INSTALL_ROOT))
+    logShadowedOverrides(config, logger)
     node = await BrokerNode.start({ config, logger, root: INSTALL_ROOT })
   } catch (err) {
     const message = err instanceof ConfigError ? err.message : `cannot start: ${(err as Error).message}`

@@ -1,6 +1,9 @@
-// Builds the node's Config from etc/broker.conf, then environment variables,
-// then command-line `--set key=value` pairs (later sources win).
+// Builds the node's Config from etc/broker.conf, then the runtime overrides
+// kept in <data_dir>/configs.override (when a root is given), then environment
+// variables, then command-line `--set key=value` pairs (later sources win).
 import { readFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { ConfigOverrides, OVERRIDE_FILE, readOverrideLines } from './overrides.js'
 import { ConfigError, parseConfigLine, parseConfigText, type ConfigLine } from './parse.js'
 import { Config } from './store.js'
 
@@ -35,9 +38,22 @@ export async function readConfigFile (file: string): Promise<ConfigLine[]> {
   return parseConfigText(text, file)
 }
 
-export interface LoadOptions { file?: string, env?: NodeJS.ProcessEnv, sets?: string[] }
+export interface LoadOptions {
+  file?: string
+  env?: NodeJS.ProcessEnv
+  sets?: string[]
+  /** the install root `node.data_dir` is relative to: given, the runtime overrides are read and kept (`config.overrides`) */
+  root?: string
+}
 
-export async function loadConfig ({ file, env = {}, sets = [] }: LoadOptions): Promise<Config> {
+export async function loadConfig ({ file, env = {}, sets = [], root }: LoadOptions): Promise<Config> {
   const fileLines = file === undefined ? [] : await readConfigFile(file)
-  return new Config([...fileLines, ...envToLines(env), ...setsToLines(sets)])
+  const startLines = [...envToLines(env), ...setsToLines(sets)]
+  const base = new Config([...fileLines, ...startLines])
+  if (root === undefined) return base
+  const overrideFile = join(resolve(root, base.get('node.data_dir')), OVERRIDE_FILE)
+  const stored = await readOverrideLines(overrideFile)
+  const config = new Config([...fileLines, ...stored, ...startLines])
+  config.overrides = new ConfigOverrides(overrideFile, stored, base, new Set(startLines.map((line) => line.key)))
+  return config
 }

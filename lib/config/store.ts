@@ -3,6 +3,7 @@
 // (the management API and broker_ctl change settings through `set`).
 import { EventEmitter } from 'node:events'
 import { ConfigError, type ConfigLine } from './parse.js'
+import type { ConfigOverrides } from './overrides.js'
 import { isSettingKey, schema, type SettingKey, type SettingValue } from './schema.js'
 
 export interface ConfigItem { key: SettingKey, value: string, datatype: string, app: string, origin: string }
@@ -10,6 +11,8 @@ export interface ConfigItem { key: SettingKey, value: string, datatype: string, 
 export class Config extends EventEmitter {
   readonly #values = new Map<SettingKey, unknown>()
   readonly #raw = new Map<SettingKey, { value: string, origin: string }>()
+  /** <data_dir>/configs.override when loaded by `loadConfig` with a root: run-time changes are kept there */
+  overrides: ConfigOverrides | undefined
 
   /** Applies lines in order (later lines win); throws ConfigError naming the origin of a bad one. */
   constructor (lines: ConfigLine[] = []) {
@@ -24,7 +27,7 @@ export class Config extends EventEmitter {
     return this.#values.get(key) as SettingValue<K>
   }
 
-  /** Where the current value came from: `file:line`, `env NAME`, `--set …`, `runtime` or `default`. */
+  /** Where the current value came from: `file:line`, `env NAME`, `--set …`, `runtime` or `default` (overrides: `<data_dir>/configs.override…`). */
   origin (key: SettingKey): string {
     return this.#raw.get(key)?.origin ?? 'default'
   }
@@ -42,17 +45,22 @@ export class Config extends EventEmitter {
     }))
   }
 
-  #apply ({ key, value, origin }: ConfigLine): void {
+  /** The typed value `value` would give `key`; throws ConfigError naming `origin` for an unknown key or a bad value. */
+  parse (key: string, value: string, origin: string): unknown {
     if (!isSettingKey(key)) throw new ConfigError(origin, `${key}: unknown setting`)
-    this.#store(key, value, origin)
-  }
-
-  #store (key: SettingKey, value: string, origin: string): void {
     try {
-      this.#values.set(key, schema[key].parse(value))
+      return schema[key].parse(value)
     } catch (err) {
       throw new ConfigError(origin, `${key}: ${(err as Error).message}`)
     }
+  }
+
+  #apply ({ key, value, origin }: ConfigLine): void {
+    this.#store(key as SettingKey, value, origin)
+  }
+
+  #store (key: SettingKey, value: string, origin: string): void {
+    this.#values.set(key, this.parse(key, value, origin))
     this.#raw.set(key, { value, origin })
   }
 }

@@ -5,14 +5,14 @@
 // released when it unloads, or when its load fails.
 import { readdir } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
 import type { Logger } from '../log.js'
 import type { BrokerPlugin, NodeView, PluginAlarm, PluginContext, PluginStore, PublishRequest } from './contract.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
-import { readPluginConfigLines, validatePluginConfig } from './plugin-config.js'
+import { readPluginConfig, validatePluginConfig } from './plugin-config.js'
 
 /** Why a plugin operation failed; `code` follows SPEC §3 / §7 (already_started = v2 110, not_started = 111). */
 export class PluginError extends Error {
@@ -204,11 +204,17 @@ export class PluginHost {
     return join(this.options.etcDir, `${name}.conf`)
   }
 
-  /** Reads and validates etc/plugins/<name>.conf; an error names file and line. */
+  /** data/plugins/<name>.conf: the settings changed at run time, read over etc/plugins/<name>.conf. */
+  overrideFile (name: string): string {
+    if (!this.#modules.has(name)) throw new PluginError('not_found', `plugin ${name} not found`)
+    return join(dirname(this.options.loadedFile), 'plugins', `${name}.conf`)
+  }
+
+  /** Reads etc/plugins/<name>.conf, then data/plugins/<name>.conf over it, and validates; an error names file and line. */
   async #config (name: string): Promise<unknown> {
     const plugin = await this.#module(name)
     const file = this.configFile(name)
-    return validatePluginConfig(plugin.schema, await readPluginConfigLines(file), file)
+    return validatePluginConfig(plugin.schema, await readPluginConfig(file, this.overrideFile(name)), file)
   }
 
   async #start (name: string, config: unknown): Promise<void> {

@@ -1,7 +1,12 @@
-// Reads etc/plugins/<plugin>.conf with the broker's `key = value` parser and
-// validates it with the plugin's Joi schema; an error names file and line.
-import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+// Reads etc/plugins/<plugin>.conf with the broker's `key = value` parser, then
+// the settings changed at run time in data/plugins/<plugin>.conf over it, and
+// validates the result with the plugin's Joi schema; an error names the file
+// and line the bad value came from. etc/ is never written: the management API
+// writes only the override file.
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import type Joi from 'joi'
+import { confValue } from '../config/overrides.js'
 import { ConfigError, parseConfigText, type ConfigLine } from '../config/parse.js'
 
 export async function readPluginConfigLines (file: string): Promise<ConfigLine[]> {
@@ -13,6 +18,11 @@ export async function readPluginConfigLines (file: string): Promise<ConfigLine[]
     throw new ConfigError(file, `cannot read plugin configuration (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
   }
   return parseConfigText(text, file)
+}
+
+/** The operator's file, then the run-time overrides (later lines win). */
+export async function readPluginConfig (file: string, overrideFile: string): Promise<ConfigLine[]> {
+  return [...await readPluginConfigLines(file), ...await readPluginConfigLines(overrideFile)]
 }
 
 /** Later lines win, as in etc/broker.conf; the result is the schema's converted value. */
@@ -29,13 +39,6 @@ export function validatePluginConfig<C> (schema: Joi.ObjectSchema<C>, lines: Con
     throw new ConfigError(origins.get(key) ?? file, `${key === '' ? '' : `${key}: `}${error.details[0]?.message ?? error.message}`)
   }
   return value
-}
-
-/** A value as a conf line can hold it: quoted when spaces at its ends or a `#` would be lost; undefined when it cannot be written. */
-function confValue (value: string): string | undefined {
-  if (/[\r\n]/.test(value)) return undefined
-  if (value === value.trim() && !value.includes('#') && !value.startsWith('"')) return value
-  return value.includes('"') ? undefined : `"${value}"`
 }
 
 /**
@@ -64,6 +67,40 @@ export function setConfigValues (text: string, values: Readonly<Record<string, s
     if (!found) rows.push(`${key} = ${written}`)
   }
   return rows.map((row) => row + '\n').join('')
+}
+
+/** Drops every line of each key (comments and other keys kept). */
+export function removeConfigKeys (text: string, keys: Iterable<string>): string {
+  const drop = new Set(keys)
+  const rows = text === '' ? [] : text.split(/\r?\n/)
+  if (rows.length > 0 && rows[rows.length - 1] === '') rows.pop()
+  return rows.filter((row) => {
+    const trimmed = row.trim()
+    const eq = trimmed.indexOf('=')
+    return trimmed.startsWith('#') || eq <= 0 || !drop.has(trimmed.slice(0, eq).trim())
+  }).map((row) => row + '\n').join('')
+}
+
+/**
+ * The override file's new text: each key set to its value, except that a
+ * value equal to the operator's file (`base`) removes the key's override.
+ * Throws ConfigError for a key or value a conf line cannot hold.
+ */
+export function overrideText (text: string, base: readonly ConfigLine[], values: Readonly<Record<string, string>>, file: string, plugin: string): string {
+  const inFile = new Map(base.map((line) => [line.key, line.value]))
+  const reset = Object.keys(values).filter((key) => inFile.get(key) === values[key])
+  const set = Object.fromEntries(Object.entries(values).filter(([key]) => !reset.includes(key)))
+  const start = text === ''
+    ? `# Settings of ${plugin} changed at run time (management API), written by the broker.\n# They apply over etc/plugins/${plugin}.conf, which is left as the operator wrote it.\n`
+    : text
+  return setConfigValues(removeConfigKeys(start, reset), set, file)
+}
+
+/** Writes the override file in one step (its folder made when missing); removed when it sets nothing. */
+export async function writeOverrideFile (file: string, text: string): Promise<void> {
+  if (parseConfigText(text, file).length === 0) return await rm(file, { force: true })
+  await mkdir(dirname(file), { recursive: true })
+  await writeFileAtomically(file, text)
 }
 
 /** Replaces the file in one step (a temporary file beside it, then rename), keeping its permissions. */

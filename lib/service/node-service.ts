@@ -19,8 +19,9 @@ import { connInfo } from '../listeners/conn-info.js'
 import type { Listener } from '../listeners/index.js'
 import type { BrokerPlugin } from '../plugins/contract.js'
 import type { PluginHost, PluginRecord } from '../plugins/host.js'
-import { setConfigValues, validatePluginConfig, writeFileAtomically } from '../plugins/plugin-config.js'
+import { overrideText, readPluginConfig, readPluginConfigLines, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
 import { parseConfigText } from '../config/parse.js'
+import { changeSetting, OverrideWriteError } from '../config/overrides.js'
 import type { V3Metrics } from '../metrics/metrics.js'
 import type { V3Stats } from '../metrics/stats.js'
 import { Alarms } from '../sys/alarms.js'
@@ -293,14 +294,15 @@ export class NodeService {
   }
 
   /**
-   * A plugin's settings (SPEC §2.15): through the plugin module's
-   * `describeSettings(settings)` when it exports one, else every key of its
-   * conf file with an empty description. Keys set in the file are required.
+   * A plugin's settings (SPEC §2.15), the values in force (etc/plugins/<name>.conf
+   * with data/plugins/<name>.conf over it): through the plugin module's
+   * `describeSettings(settings)` when it exports one, else every key of those
+   * files with an empty description. Keys set in the files are required.
    */
   async pluginSettings (name: string): Promise<PluginSettingRecord[]> {
     const host = this.#host()
     const file = await this.#pluginOperation(() => host.configFile(name))
-    const lines = parseConfigText(await readText(file), file)
+    const lines = await readPluginConfig(file, host.overrideFile(name))
     const settings: Record<string, string> = {}
     for (const line of lines) settings[line.key] = line.value
     const namespace = await this.#pluginOperation(async () => await host.module(name))
@@ -311,24 +313,28 @@ export class NodeService {
   }
 
   /**
-   * Sets some of a plugin's settings: validated with its schema together with
-   * the rest of its conf file (a refusal leaves the file untouched), written
-   * in one step (comments kept), then the plugin reloads if it is active.
-   * `reloadLater` answers before the reload (a plugin reloading itself).
+   * Sets some of a plugin's settings in data/plugins/<name>.conf (etc/ is left
+   * as the operator wrote it; a value equal to etc/'s removes its override):
+   * validated with its schema together with the rest of its settings (a
+   * refusal leaves the files untouched), written in one step, then the plugin
+   * reloads if it is active. `reloadLater` answers before the reload (a plugin
+   * reloading itself).
    */
   async setPluginSettings (name: string, values: Readonly<Record<string, string>>, { reloadLater = false } = {}): Promise<void> {
     const host = this.#host()
     const file = await this.#pluginOperation(() => host.configFile(name))
+    const overrideFile = host.overrideFile(name)
     const namespace = await this.#pluginOperation(async () => await host.module(name))
     const plugin = namespace.default as BrokerPlugin<unknown>
     let text: string
     try {
-      text = setConfigValues(await readText(file), values, file)
-      validatePluginConfig(plugin.schema, parseConfigText(text, file), file)
+      const base = await readPluginConfigLines(file)
+      text = overrideText(await readText(overrideFile), base, values, overrideFile, name)
+      validatePluginConfig(plugin.schema, [...base, ...parseConfigText(text, overrideFile)], file)
     } catch (err) {
       throw new ServiceError('bad_value', (err as Error).message)
     }
-    await writeFileAtomically(file, text)
+    await writeOverrideFile(overrideFile, text)
     if (!host.isActive(name)) return
     if (!reloadLater) return await host.reload(name)
     setTimeout(() => {
@@ -342,14 +348,18 @@ export class NodeService {
     return this.parts.config.items().map(({ key, value, datatype, app }) => ({ key, value, datatpye: datatype, app }))
   }
 
-  /** Changes one setting of `app` now (parts that read it act on it at once, or on the `change` event). */
+  /**
+   * Changes one setting of `app` now (parts that read it act on it at once, or
+   * on the `change` event) and keeps it in <data_dir>/configs.override when
+   * the configuration has overrides (lib/config/overrides.ts).
+   */
   setConfig (app: string, key: string, value: string, origin = 'management api'): void {
     const item = this.parts.config.items().find((i) => i.key === key)
     if (item === undefined || item.app !== app) throw new ServiceError('not_found', `no setting ${key} in ${app}`)
     try {
-      this.parts.config.set(key, value, origin)
+      changeSetting(this.parts.config, key, value, origin)
     } catch (err) {
-      throw new ServiceError('bad_value', (err as Error).message)
+      throw new ServiceError(err instanceof OverrideWriteError ? 'failed' : 'bad_value', (err as Error).message)
     }
   }
 
