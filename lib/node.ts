@@ -34,6 +34,7 @@ import { nodeCommands } from './ctl/node-commands.js'
 import { controlSocketPath } from './ctl/protocol.js'
 import { ControlServer } from './ctl/server.js'
 import { Tracer } from './trace/tracer.js'
+import { joinCluster, type Clustering } from './cluster/join.js'
 
 export interface NodeOptions {
   config: Config
@@ -62,6 +63,7 @@ interface Parts {
   storeIndex: StoreIndex
   tracer: Tracer
   commands: CommandRegistry
+  clustering: Clustering
 }
 
 export class BrokerNode {
@@ -81,6 +83,7 @@ export class BrokerNode {
   readonly tracer: Tracer
   /** what broker_ctl can run here (the node's commands and the plugins') */
   readonly commands: CommandRegistry
+  readonly #clustering: Clustering
   #control: ControlServer | undefined
   readonly #db: Level<string, Buffer>
   readonly #persistence: AedesPersistence
@@ -103,6 +106,7 @@ export class BrokerNode {
     this.storeIndex = parts.storeIndex
     this.tracer = parts.tracer
     this.commands = parts.commands
+    this.#clustering = parts.clustering
     this.#db = parts.db
     this.#persistence = parts.persistence
     this.#backend = parts.backend
@@ -131,6 +135,7 @@ export class BrokerNode {
     let banned: BannedList | undefined
     let timers: SessionTimers | undefined
     let plugins: PluginHost | undefined
+    let clustering: Clustering | undefined
     let observability: Observability | undefined
     try {
       const storeIndex = backend.storedClients !== undefined ? storedClientsIndex(backend.storedClients) : await indexStore(db, persistence)
@@ -163,6 +168,8 @@ export class BrokerNode {
       const late: { plugins?: PluginHost, listeners: Listener[] } = { listeners: [] }
       const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners })
       const tracer = new Tracer(engine, logger)
+      clustering = await joinCluster({ config, backend, service, engineId: engine.id, logger })
+      service.cluster = clustering.cluster
       const commands = new CommandRegistry()
       for (const command of [...nodeCommands({ service, tracer }), helpCommand(commands)]) commands.add(command)
       plugins = new PluginHost({
@@ -184,7 +191,7 @@ export class BrokerNode {
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       late.listeners = listeners
       observability.attach({ engine, listeners, retainer, queues, hooks, shared })
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, backend, timers, storeIndex, tracer, commands })
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, backend, timers, storeIndex, tracer, commands, clustering })
       try {
         for (const listener of listeners) {
           await listener.start()
@@ -194,6 +201,7 @@ export class BrokerNode {
         await node.stop()
         throw err
       }
+      await clustering.announce()
       await node.#openControl(controlSocketPath(dataDir))
       logger.info({ node: node.name, dataDir }, 'broker node is running')
       return node
@@ -201,6 +209,7 @@ export class BrokerNode {
       if (engine !== undefined && !engine.closed) await closeEngine(engine)
       // a failure after the plugins booted (e.g. a listener's certificate) must not leave them running
       await plugins?.stopAll()
+      await clustering?.leave()
       observability?.stop()
       await timers?.stop()
       banned?.close()
@@ -227,6 +236,7 @@ export class BrokerNode {
 
   async #stop (): Promise<void> {
     await this.#control?.stop()
+    await this.#clustering.leave()
     await this.tracer.stopAll()
     const closing = this.listeners.map(async (listener) => await listener.stop())
     await closeEngine(this.engine)

@@ -27,6 +27,7 @@ import type { V3Stats } from '../metrics/stats.js'
 import { Alarms } from '../sys/alarms.js'
 import { datetime, megabytes, type BrokerInfo, type NodeStats } from '../sys/node-info.js'
 import type { Observability } from '../sys/observability.js'
+import type { Cluster } from '../cluster/cluster.js'
 
 export type { BannedEntry, BannedKind } from '../access/banned.js'
 export type { PluginRecord } from '../plugins/host.js'
@@ -138,6 +139,8 @@ const MQTT5_ADMINISTRATIVE_ACTION = 0x98
 
 export class NodeService {
   readonly node_status = 'Running'
+  /** the cluster this node is part of (a cluster of itself on one node); set once the node is built */
+  cluster!: Cluster
   readonly #connectedAt = new WeakMap<Client, Date>()
   readonly #dropped = new Map<string, number>()
   readonly #kicked = new Map<string, number>()

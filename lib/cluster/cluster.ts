@@ -1,0 +1,113 @@
+// The cluster as the management API and broker_ctl see it: which nodes are
+// live, and the node service's operations run on one node or on all of them.
+// One node (`cluster.discovery = manual`) is a cluster of itself.
+import type { NodeService } from '../service/node-service.js'
+import type { Member, Membership } from './membership.js'
+import { badrpc, type ClusterRpc } from './rpc.js'
+
+/** The node service operations another node may ask for. */
+export const REMOTE_METHODS = [
+  'brokerInfo', 'nodeStats', 'metrics', 'metricsV2', 'stats', 'statsV2', 'alarms',
+  'connections', 'connection', 'sessions', 'session', 'subscriptions', 'clientSubscriptions', 'routes', 'route', 'listeners',
+  'plugins', 'loadPlugin', 'unloadPlugin', 'reloadPlugin', 'pluginSettings', 'setPluginSettings',
+  'configs', 'setConfig', 'banned', 'ban', 'unban', 'reloadAcl',
+  'kick', 'cleanAclCache', 'subscribe', 'unsubscribe'
+] as const
+
+export type RemoteMethod = typeof REMOTE_METHODS[number]
+type Method<M extends RemoteMethod> = NodeService[M] extends (...args: infer A) => infer R ? { args: A, result: Awaited<R> } : never
+
+export interface NodeAnswer<T> { node: string, value: T }
+export type NodeOutcome<T> = { node: string, ok: true, value: T } | { node: string, ok: false, error: Error }
+
+export interface Cluster {
+  /** the nodes share their state through Redis */
+  readonly enabled: boolean
+  /** the live nodes, sorted */
+  members: () => Promise<Member[]>
+  nodes: () => Promise<string[]>
+  /** nodes seen since this node started that are gone */
+  stopped: () => string[]
+  /** runs on that node; an unknown node is `not_found`, one that does not answer `badrpc` */
+  on: <M extends RemoteMethod>(node: string, method: M, ...args: Method<M>['args']) => Promise<Method<M>['result']>
+  /** runs on every live node, in node order; the first failure fails it */
+  all: <M extends RemoteMethod>(method: M, ...args: Method<M>['args']) => Promise<Array<NodeAnswer<Method<M>['result']>>>
+  /** runs on every live node, each node's outcome as it came */
+  each: <M extends RemoteMethod>(method: M, ...args: Method<M>['args']) => Promise<Array<NodeOutcome<Method<M>['result']>>>
+}
+
+/** Runs an operation that only the node holding the client can do (kick, subscribe for it …): true when some node did it. */
+export async function onHolder<M extends 'kick' | 'cleanAclCache' | 'subscribe' | 'unsubscribe'> (cluster: Cluster, method: M, ...args: Method<M>['args']): Promise<boolean> {
+  const outcomes = await cluster.each(method, ...args)
+  let done = false
+  for (const outcome of outcomes) {
+    if (outcome.ok) done ||= outcome.value !== false
+    else if ((outcome.error as { kind?: string }).kind !== 'not_online') throw outcome.error
+  }
+  return done
+}
+
+export function isRemoteMethod (name: string): name is RemoteMethod {
+  return (REMOTE_METHODS as readonly string[]).includes(name)
+}
+
+/** Runs a remote request on this node's service. */
+export async function serveRemote (service: NodeService, method: string, args: unknown[]): Promise<unknown> {
+  if (!isRemoteMethod(method)) throw new Error(`not a cluster operation: ${method}`)
+  return await (service[method] as (...a: unknown[]) => unknown).apply(service, args)
+}
+
+class NotFound extends Error {
+  readonly kind = 'not_found'
+  constructor (message: string) {
+    super(message)
+    this.name = 'ServiceError'
+  }
+}
+
+export function singleNodeCluster (service: NodeService, startedAt: number, engineId: string): Cluster {
+  const self = (): Member => ({ node: service.name, status: 'Running', started_at: startedAt, engine_id: engineId })
+  const local = async (node: string, method: string, args: unknown[]): Promise<unknown> => {
+    if (node !== service.name) throw new NotFound(`node ${node} not found`)
+    return await serveRemote(service, method, args)
+  }
+  return {
+    enabled: false,
+    members: async () => [self()],
+    nodes: async () => [service.name],
+    stopped: () => [],
+    on: async (node, method, ...args) => await local(node, method, args) as never,
+    all: async (method, ...args) => [{ node: service.name, value: await local(service.name, method, args) as never }],
+    each: async (method, ...args) => await settle([service.name], async () => await local(service.name, method, args))
+  }
+}
+
+export function redisCluster (membership: Membership, rpc: ClusterRpc): Cluster {
+  const nodes = async (): Promise<string[]> => (await membership.members()).map((m) => m.node)
+  return {
+    enabled: true,
+    members: async () => await membership.members(),
+    nodes,
+    stopped: () => membership.stopped(),
+    on: async (node, method, ...args) => {
+      if (!(await nodes()).includes(node)) {
+        if (membership.stopped().includes(node)) throw badrpc(node, 'it left the cluster')
+        throw new NotFound(`node ${node} not found`)
+      }
+      return await rpc.call(node, method, args) as never
+    },
+    all: async (method, ...args) => {
+      const names = await nodes()
+      const values = await Promise.all(names.map(async (node) => await rpc.call(node, method, args)))
+      return names.map((node, i) => ({ node, value: values[i] as never }))
+    },
+    each: async (method, ...args) => await settle(await nodes(), async (node) => await rpc.call(node, method, args))
+  }
+}
+
+async function settle<T> (nodes: string[], run: (node: string) => Promise<unknown>): Promise<Array<NodeOutcome<T>>> {
+  const outcomes = await Promise.allSettled(nodes.map(run))
+  return outcomes.map((o, i) => o.status === 'fulfilled'
+    ? { node: nodes[i], ok: true, value: o.value as T }
+    : { node: nodes[i], ok: false, error: o.reason as Error })
+}

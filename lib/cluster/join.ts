@@ -1,0 +1,43 @@
+// Joins the node to its cluster (or makes it a cluster of one): the RPC
+// listener first, so other nodes can ask it things; its membership record
+// once it accepts clients; both end when it stops.
+import type { Config } from '../config/store.js'
+import type { Backend } from '../engine/backend.js'
+import type { Logger } from '../log.js'
+import type { NodeService } from '../service/node-service.js'
+import { redisCluster, serveRemote, singleNodeCluster, type Cluster } from './cluster.js'
+import { Membership } from './membership.js'
+import { ClusterRpc } from './rpc.js'
+
+export interface Clustering {
+  cluster: Cluster
+  /** the node accepts clients: tell the others */
+  announce: () => Promise<void>
+  /** the node stops: leave the list, stop answering */
+  leave: () => Promise<void>
+}
+
+export async function joinCluster ({ config, backend, service, engineId, logger }: { config: Config, backend: Backend, service: NodeService, engineId: string, logger: Logger }): Promise<Clustering> {
+  const startedAt = Date.now()
+  if (backend.redis === undefined) {
+    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {} }
+  }
+  const prefix = config.get('cluster.name')
+  const log = logger.child({ cluster: prefix })
+  const rpc = new ClusterRpc(backend.redis, backend.redis.duplicate(), prefix, service.name,
+    async (method, args) => await serveRemote(service, method, args), config.get('cluster.rpc_timeout'), log)
+  await rpc.start()
+  const membership = new Membership(backend.redis, prefix, { node: service.name, status: 'Running', started_at: startedAt, engine_id: engineId },
+    config.get('cluster.heartbeat_interval'), log)
+  return {
+    cluster: redisCluster(membership, rpc),
+    announce: async () => {
+      await membership.start()
+      log.info({ nodes: (await membership.members()).map((m) => m.node) }, 'joined the cluster')
+    },
+    leave: async () => {
+      await membership.stop()
+      await rpc.stop()
+    }
+  }
+}

@@ -1,0 +1,87 @@
+// Cluster membership kept in Redis: each node writes `<cluster>:node:<name>`
+// every heartbeat with an expiry of three heartbeats, so a node that dies
+// (even by kill -9) drops out of the list within that time by itself.
+import { EventEmitter } from 'node:events'
+import type { Redis } from 'ioredis'
+import type { Logger } from '../log.js'
+
+export interface Member {
+  node: string
+  status: 'Running'
+  /** unix ms */
+  started_at: number
+  /** the engine's id: the broker id in its $SYS heartbeats and stored wills */
+  engine_id: string
+}
+
+export class Membership extends EventEmitter {
+  #timer: NodeJS.Timeout | undefined
+  #known = new Set<string>()
+  readonly #gone = new Set<string>()
+
+  constructor (
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    readonly self: Member,
+    private readonly heartbeatMs: number,
+    private readonly logger: Logger
+  ) {
+    super()
+  }
+
+  #key (node: string): string {
+    return `${this.prefix}:node:${node}`
+  }
+
+  async start (): Promise<void> {
+    await this.#beat()
+    this.#timer = setInterval(() => {
+      this.#beat().catch((err: Error) => this.logger.warn({ err: err.message }, 'cluster heartbeat failed'))
+    }, this.heartbeatMs)
+    this.#timer.unref()
+  }
+
+  async stop (): Promise<void> {
+    clearInterval(this.#timer)
+    this.#timer = undefined
+    await this.redis.del(this.#key(this.self.node)).catch(() => {})
+  }
+
+  /** The live nodes, sorted by name (this one always among them). */
+  async members (): Promise<Member[]> {
+    const keys = await this.redis.keys(`${this.prefix}:node:*`)
+    const values = keys.length === 0 ? [] : await this.redis.mget(...keys)
+    const members = new Map<string, Member>([[this.self.node, this.self]])
+    for (const value of values) {
+      if (value === null) continue
+      const member = JSON.parse(value) as Member
+      members.set(member.node, member)
+    }
+    return [...members.values()].sort((a, b) => a.node.localeCompare(b.node))
+  }
+
+  /** Nodes seen in this node's lifetime that are not live now. */
+  stopped (): string[] {
+    return [...this.#gone].sort()
+  }
+
+  async #beat (): Promise<void> {
+    await this.redis.set(this.#key(this.self.node), JSON.stringify(this.self), 'PX', this.heartbeatMs * 3)
+    const live = new Set((await this.members()).map((m) => m.node))
+    for (const node of live) {
+      if (!this.#known.has(node) && node !== this.self.node) {
+        this.#gone.delete(node)
+        this.logger.info({ peer: node }, 'cluster node joined')
+        this.emit('nodeup', node)
+      }
+    }
+    for (const node of this.#known) {
+      if (!live.has(node)) {
+        this.#gone.add(node)
+        this.logger.warn({ peer: node }, 'cluster node left')
+        this.emit('nodedown', node)
+      }
+    }
+    this.#known = live
+  }
+}
