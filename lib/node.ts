@@ -28,6 +28,8 @@ import type { PublishRequest } from './plugins/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
 import { NodeService } from './service/node-service.js'
+import { Drain } from './service/drain.js'
+import { NodeLifecycle } from './node-state.js'
 import { Observability } from './sys/observability.js'
 import { CommandRegistry, helpCommand } from './ctl/registry.js'
 import { nodeCommands } from './ctl/node-commands.js'
@@ -64,6 +66,7 @@ interface Parts {
   tracer: Tracer
   commands: CommandRegistry
   clustering: Clustering
+  lifecycle: NodeLifecycle
 }
 
 export class BrokerNode {
@@ -84,6 +87,8 @@ export class BrokerNode {
   /** what broker_ctl can run here (the node's commands and the plugins') */
   readonly commands: CommandRegistry
   readonly #clustering: Clustering
+  /** starting → running → draining → stopping → stopped; what /status and the drain read */
+  readonly lifecycle: NodeLifecycle
   #control: ControlServer | undefined
   readonly #db: Level<string, Buffer>
   readonly #persistence: AedesPersistence
@@ -107,6 +112,7 @@ export class BrokerNode {
     this.tracer = parts.tracer
     this.commands = parts.commands
     this.#clustering = parts.clustering
+    this.lifecycle = parts.lifecycle
     this.#db = parts.db
     this.#persistence = parts.persistence
     this.#backend = parts.backend
@@ -129,6 +135,7 @@ export class BrokerNode {
 
   static async start ({ config, logger, root, pluginDirs = [] }: NodeOptions): Promise<BrokerNode> {
     const dataDir = resolvePath(root, config.get('node.data_dir'))
+    const lifecycle = new NodeLifecycle()
     const backend = await openBackend(config, dataDir)
     const { db, persistence } = backend
     let engine: Aedes | undefined
@@ -166,7 +173,8 @@ export class BrokerNode {
       const running = engine
       // the service is given to the plugins, and the listeners open after the plugins boot: both are read late
       const late: { plugins?: PluginHost, listeners: Listener[] } = { listeners: [] }
-      const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners })
+      const drain = new Drain({ engine, lifecycle, listeners: () => late.listeners, logger, serverReference })
+      const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners, lifecycle, storeAvailable: backend.available, drain })
       const tracer = new Tracer(engine, logger)
       clustering = await joinCluster({ config, backend, service, engineId: engine.id, logger })
       service.cluster = clustering.cluster
@@ -191,7 +199,7 @@ export class BrokerNode {
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       late.listeners = listeners
       observability.attach({ engine, listeners, retainer, queues, hooks, shared })
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, backend, timers, storeIndex, tracer, commands, clustering })
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, backend, timers, storeIndex, tracer, commands, clustering, lifecycle })
       try {
         for (const listener of listeners) {
           await listener.start()
@@ -203,6 +211,7 @@ export class BrokerNode {
       }
       await clustering.announce()
       await node.#openControl(controlSocketPath(dataDir))
+      lifecycle.set('running')
       logger.info({ node: node.name, dataDir }, 'broker node is running')
       return node
     } catch (err) {
@@ -235,6 +244,7 @@ export class BrokerNode {
   }
 
   async #stop (): Promise<void> {
+    this.lifecycle.set('stopping')
     await this.#control?.stop()
     await this.#clustering.leave()
     await this.tracer.stopAll()
@@ -248,8 +258,17 @@ export class BrokerNode {
     this.banned.close()
     if (this.#db.status === 'open') await this.#persistence.destroy()
     await this.#backend.close()
+    this.lifecycle.set('stopped')
     this.logger.info({ node: this.name }, 'broker node stopped')
   }
+}
+
+/**
+ * The Server Reference a drained MQTT 5 client is given: another node's
+ * address for it to connect to, or undefined (a single node has none).
+ */
+function serverReference (): string | undefined {
+  return undefined
 }
 
 async function publish (engine: Aedes, { topic, payload, qos = 0, retain = false }: PublishRequest): Promise<void> {

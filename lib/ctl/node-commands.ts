@@ -3,7 +3,7 @@
 // service (and the tracer); plugins add theirs through `ctx.commands`.
 import { loadavg } from 'node:os'
 import { resolve } from 'node:path'
-import type { BannedKind, NodeService, ServiceError } from '../service/node-service.js'
+import type { BannedKind, DrainStatus, NodeService, ServiceError } from '../service/node-service.js'
 import { parseDuration } from '../config/types.js'
 import { maxFds, openFds } from '../sys/node-info.js'
 import { TraceError, type TraceKind, type Tracer } from '../trace/tracer.js'
@@ -174,6 +174,19 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
       }
     }
   }),
+  node: (args, parts) => {
+    const [sub, ...rest] = args
+    if (sub === 'drain' && rest.length === 1 && rest[0] === 'status') return drainStatus(parts.service.drainStatus())
+    // `node drain 50`; `--rate 50` too, when it reaches the node (`broker_ctl node drain -- --rate 50`)
+    if (sub === 'drain' && rest.length <= 1 && rest[0] !== 'status') return drain(rest[0], parts)
+    if (sub === 'drain' && rest.length === 2 && rest[0] === '--rate') return drain(rest[1], parts)
+    if (sub === 'health' && rest.length === 0) {
+      const health = parts.service.health()
+      const text = health.reasons.length === 0 ? `Node '${parts.service.name}' is ${health.status}` : `Node '${parts.service.name}' is ${health.status}, not serving: ${health.reasons.join(', ')}`
+      return output(text, { node: parts.service.name, ...health })
+    }
+    throw usageError(`bad arguments: ${args.join(' ') || '(none)'}`)
+  },
   acl: dispatch({
     reload: {
       arity: 0,
@@ -313,6 +326,23 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
     if ((sub === 'client' || sub === 'topic') && rest.length === 2) return trace(sub, rest, parts)
     throw usageError(`bad arguments: ${args.join(' ') || '(none)'}`)
   }
+}
+
+async function drain (rateText: string | undefined, { service }: NodeCommandParts): Promise<CtlOutput> {
+  let rate: number | undefined
+  if (rateText !== undefined) {
+    rate = Number(rateText)
+    if (!/^\d+$/.test(rateText) || rate < 1) throw usageError(`bad rate ${rateText}: clients per second, at least 1`)
+  }
+  const status = await attempt(async () => await service.drain(rate))
+  return output(`Node '${service.name}' is draining: listeners closed, ${status.remaining} clients to disconnect at ${status.rate}/s`, status)
+}
+
+function drainStatus (status: DrainStatus): CtlOutput {
+  const text = status.state === 'idle'
+    ? 'Node is not draining'
+    : keyValues({ state: status.state, rate: `${status.rate}/s`, total: status.total, disconnected: status.disconnected, remaining: status.remaining, started_at: status.started_at, finished_at: status.finished_at ?? '' })
+  return output(text, status)
 }
 
 function bannedKind (as: string): BannedKind {

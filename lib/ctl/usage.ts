@@ -11,6 +11,11 @@ export const NODE_USAGE = {
     ['broker metrics', 'Show broker metrics']
   ],
   cluster: [['cluster status', 'Cluster status']],
+  node: [
+    ['node drain [<Rate>]', 'Stop accepting connections, then disconnect the clients at <Rate> per second (default node.drain_rate)'],
+    ['node drain status', 'Show how far the drain is'],
+    ['node health', 'Show whether the node serves, and why not']
+  ],
   acl: [['acl reload', 'Reload the ACL file (mqtt.acl_file) and clean every ACL cache']],
   clients: [
     ['clients list', 'List all clients'],

@@ -28,9 +28,13 @@ import { Alarms } from '../sys/alarms.js'
 import { datetime, megabytes, type BrokerInfo, type NodeStats } from '../sys/node-info.js'
 import type { Observability } from '../sys/observability.js'
 import type { Cluster } from '../cluster/cluster.js'
+import { healthOf, type Health, type NodeLifecycle } from '../node-state.js'
+import type { Drain, DrainStatus } from './drain.js'
 
 export type { BannedEntry, BannedKind } from '../access/banned.js'
 export type { PluginRecord } from '../plugins/host.js'
+export type { Health } from '../node-state.js'
+export type { DrainStatus } from './drain.js'
 
 /** SPEC §2.1 */
 export interface ConnectionRecord {
@@ -130,6 +134,11 @@ export interface NodeServiceParts {
   plugins: () => PluginHost | undefined
   /** opened after the plugins boot, hence read late */
   listeners: () => Listener[]
+  /** starting → running → draining → stopping (lib/node-state.ts) */
+  lifecycle: NodeLifecycle
+  /** the durable store is open (LevelDB `db.status === 'open'`) */
+  storeAvailable: () => boolean
+  drain: Drain
 }
 
 /** The node service as plugins see it (`ctx.node`). */
@@ -177,6 +186,33 @@ export class NodeService {
   async nodeStats (listForm = false): Promise<Omit<NodeStats, 'memory_total' | 'memory_used'> & { memory_total: number | string, memory_used: number | string }> {
     const stats = await this.parts.observability.nodeStats()
     return listForm ? { ...stats, memory_total: megabytes(stats.memory_total), memory_used: megabytes(stats.memory_used) } : stats
+  }
+
+  // --- health and drain (issue 10) ---
+
+  /**
+   * Whether the node serves: `reasons` empty when it accepts MQTT. `readiness`
+   * adds the checks that decide whether clients should be sent here (cluster:
+   * the link to the other nodes).
+   */
+  health ({ readiness = false } = {}): Health {
+    const more: string[] = []
+    if (readiness) {
+      // cluster mode adds its link check here (e.g. `cluster_unavailable`)
+    }
+    return healthOf(this.parts.lifecycle.state, { storeAvailable: this.parts.storeAvailable(), more })
+  }
+
+  /** Stops accepting connections and disconnects the clients at `rate` per second (default `node.drain_rate`). */
+  drain (rate?: number): DrainStatus {
+    if (rate !== undefined && (!Number.isInteger(rate) || rate < 1)) throw new ServiceError('bad_value', 'rate must be a whole number of clients per second, at least 1')
+    const state = this.parts.lifecycle.state
+    if (state !== 'running' && state !== 'draining') throw new ServiceError('failed', `the node is ${state}`)
+    return this.parts.drain.start(rate ?? this.parts.config.get('node.drain_rate'))
+  }
+
+  drainStatus (): DrainStatus {
+    return this.parts.drain.status()
   }
 
   // --- metrics, statistics, alarms (§2.11, §2.12) ---
