@@ -37,6 +37,7 @@ import { controlSocketPath } from './ctl/protocol.js'
 import { ControlServer } from './ctl/server.js'
 import { Tracer } from './trace/tracer.js'
 import { joinCluster, type Clustering } from './cluster/join.js'
+import { TimerOwnership } from './cluster/timer-ownership.js'
 
 export interface NodeOptions {
   config: Config
@@ -164,7 +165,8 @@ export class BrokerNode {
       const authenticate = createAuthenticate({ config, hooks, banned, enhanced, logger })
       observability = new Observability(config, logger)
       const shared = new SharedSubscriptions(config)
-      timers = new SessionTimers(backend.stores('timers'), backend.wipeQueue, logger)
+      const ownership = backend.redis === undefined ? undefined : new TimerOwnership(backend.redis, config.get('cluster.name'), config.get('node.name'))
+      timers = new SessionTimers(backend.stores('timers'), backend.wipeQueue, logger, ownership)
       engine = await createEngine({ config, persistence, mq: backend.mq, shared, enhanced, timers, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
       await timers.restore(engine, persistence as unknown as Parameters<SessionTimers['restore']>[1], (clientId) => queues.forget(clientId))
       logEngineEvents(engine, logger)
@@ -178,6 +180,11 @@ export class BrokerNode {
       const tracer = new Tracer(engine, logger)
       clustering = await joinCluster({ config, backend, service, engineId: engine.id, logger })
       service.cluster = clustering.cluster
+      observability.nodeNames = clustering.liveNodes
+      const sessionTimers = timers
+      clustering.onNodeLeft((left) => {
+        sessionTimers.adoptFrom(left).catch((err: Error) => logger.error({ err, node: left }, 'timers of a node that left not taken over'))
+      })
       const commands = new CommandRegistry()
       for (const command of [...nodeCommands({ service, tracer }), helpCommand(commands)]) commands.add(command)
       plugins = new PluginHost({

@@ -15,12 +15,16 @@ export interface Clustering {
   announce: () => Promise<void>
   /** the node stops: leave the list, stop answering */
   leave: () => Promise<void>
+  /** the live nodes' names as last seen (for `$SYS/brokers`) */
+  liveNodes: () => string[]
+  /** `listener(node)` when a node leaves the cluster, on one live node only (the first by name) */
+  onNodeLeft: (listener: (node: string) => void) => void
 }
 
 export async function joinCluster ({ config, backend, service, engineId, logger }: { config: Config, backend: Backend, service: NodeService, engineId: string, logger: Logger }): Promise<Clustering> {
   const startedAt = Date.now()
   if (backend.redis === undefined) {
-    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {} }
+    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, liveNodes: () => [service.name], onNodeLeft: () => {} }
   }
   const prefix = config.get('cluster.name')
   const log = logger.child({ cluster: prefix })
@@ -38,6 +42,14 @@ export async function joinCluster ({ config, backend, service, engineId, logger 
     leave: async () => {
       await membership.stop()
       await rpc.stop()
+    },
+    liveNodes: () => membership.live(),
+    onNodeLeft: (listener) => {
+      membership.on('nodedown', (node: string) => {
+        membership.members().then((members) => {
+          if (members[0]?.node === service.name) listener(node)
+        }, (err: Error) => log.warn({ err: err.message }, 'cluster members not read'))
+      })
     }
   }
 }

@@ -60,6 +60,11 @@ export class Membership extends EventEmitter {
     return [...members.values()].sort((a, b) => a.node.localeCompare(b.node))
   }
 
+  /** The live nodes as of the last heartbeat, sorted (this one before the first). */
+  live (): string[] {
+    return this.#known.size === 0 ? [this.self.node] : [...this.#known].sort()
+  }
+
   /** Nodes seen in this node's lifetime that are not live now. */
   stopped (): string[] {
     return [...this.#gone].sort()

@@ -8,6 +8,7 @@ import { parseDuration } from '../config/types.js'
 import { maxFds, openFds } from '../sys/node-info.js'
 import { TraceError, type TraceKind, type Tracer } from '../trace/tracer.js'
 import { CtlError, output, usageError, type CtlCommand, type CtlOutput } from './command.js'
+import { onHolder, type RemoteMethod } from '../cluster/cluster.js'
 import { NODE_USAGE, type NodeCommandName } from './usage.js'
 
 export interface NodeCommandParts { service: NodeService, tracer: Tracer }
@@ -50,6 +51,14 @@ function qosOf (text: string): 0 | 1 | 2 {
 }
 
 type Handler = (args: string[], parts: NodeCommandParts) => CtlOutput | Promise<CtlOutput>
+
+type ListMethod = Extract<RemoteMethod, 'connections' | 'connection' | 'sessions' | 'session' | 'subscriptions' | 'clientSubscriptions' | 'routes' | 'route'>
+
+/** The rows of a listing from every node of the cluster (this one alone on one node). */
+async function everywhere<M extends ListMethod> ({ service }: NodeCommandParts, method: M, ...args: string[]): Promise<Array<Awaited<ReturnType<NodeService[M]>>[number]>> {
+  const answers = await attempt(async () => await (service.cluster.all as (m: string, ...a: string[]) => Promise<Array<{ value: unknown[] }>>)(method, ...args))
+  return answers.flatMap((a) => a.value) as Array<Awaited<ReturnType<NodeService[M]>>[number]>
+}
 
 /** Picks the handler for the sub-command and its number of arguments; anything else is a usage error. */
 function dispatch (table: Record<string, { arity: number | [number, number], run: Handler }>): Handler {
@@ -168,9 +177,9 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
   cluster: dispatch({
     status: {
       arity: 0,
-      run: (_args, { service }) => {
-        const data = { running_nodes: [service.name], stopped_nodes: [] as string[] }
-        return output(`Cluster status: running_nodes=[${data.running_nodes.join(', ')}], stopped_nodes=[]`, data)
+      run: async (_args, { service }) => {
+        const data = { running_nodes: await service.cluster.nodes(), stopped_nodes: service.cluster.stopped() }
+        return output(`Cluster status: running_nodes=[${data.running_nodes.join(', ')}], stopped_nodes=[${data.stopped_nodes.join(', ')}]`, data)
       }
     }
   }),
@@ -191,45 +200,46 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
     reload: {
       arity: 0,
       run: async (_args, { service }) => {
-        const rules = await attempt(async () => await service.reloadAcl())
-        return output(`ok (${rules} rules)`, { rules })
+        const answers = await attempt(async () => await service.cluster.all('reloadAcl'))
+        const rules = answers.find((a) => a.node === service.name)?.value ?? answers[0].value
+        return output(`ok (${rules} rules)`, { rules, nodes: answers.map((a) => a.node) })
       }
     }
   }),
   clients: dispatch({
-    list: { arity: 0, run: (_args, { service }) => { const rows = service.connections(); return output(lines(rows.map(connectionLine)), rows) } },
-    show: { arity: 1, run: ([id], { service }) => found(service.connection(id), connectionLine) },
+    list: { arity: 0, run: async (_args, parts) => { const rows = await everywhere(parts, 'connections'); return output(lines(rows.map(connectionLine)), rows) } },
+    show: { arity: 1, run: async ([id], parts) => found(await everywhere(parts, 'connection', id), connectionLine) },
     kick: {
       arity: 1,
-      run: ([id], { service }) => {
-        if (!service.kick(id)) throw new CtlError(NOT_FOUND)
+      run: async ([id], { service }) => {
+        if (!await attempt(async () => await onHolder(service.cluster, 'kick', id))) throw new CtlError(NOT_FOUND)
         return output('ok', { client_id: id, kicked: true })
       }
     }
   }),
   sessions: dispatch({
-    list: { arity: 0, run: async (_args, { service }) => { const rows = await service.sessions(); return output(lines(rows.map(sessionLine)), rows) } },
-    show: { arity: 1, run: async ([id], { service }) => found(await service.session(id), sessionLine) }
+    list: { arity: 0, run: async (_args, parts) => { const rows = await everywhere(parts, 'sessions'); return output(lines(rows.map(sessionLine)), rows) } },
+    show: { arity: 1, run: async ([id], parts) => found(await everywhere(parts, 'session', id), sessionLine) }
   }),
   routes: dispatch({
-    list: { arity: 0, run: (_args, { service }) => { const rows = service.routes(); return output(lines(rows.map(routeLine)), rows) } },
-    show: { arity: 1, run: ([topic], { service }) => found(service.route(topic), routeLine) }
+    list: { arity: 0, run: async (_args, parts) => { const rows = await everywhere(parts, 'routes'); return output(lines(rows.map(routeLine)), rows) } },
+    show: { arity: 1, run: async ([topic], parts) => found(await everywhere(parts, 'route', topic), routeLine) }
   }),
   subscriptions: dispatch({
-    list: { arity: 0, run: (_args, { service }) => { const rows = service.subscriptions(); return output(lines(rows.map(subscriptionLine)), rows) } },
-    show: { arity: 1, run: ([id], { service }) => found(service.clientSubscriptions(id), subscriptionLine) },
+    list: { arity: 0, run: async (_args, parts) => { const rows = await everywhere(parts, 'subscriptions'); return output(lines(rows.map(subscriptionLine)), rows) } },
+    show: { arity: 1, run: async ([id], parts) => found(await everywhere(parts, 'clientSubscriptions', id), subscriptionLine) },
     add: {
       arity: 3,
       run: async ([id, topic, qos], { service }) => {
         const level = qosOf(qos)
-        await attempt(async () => await service.subscribe(id, topic, level))
+        if (!await attempt(async () => await onHolder(service.cluster, 'subscribe', id, topic, level))) throw new CtlError(`client ${id} is not online`)
         return output('ok', { client_id: id, topic, qos: level })
       }
     },
     del: {
       arity: 2,
       run: async ([id, topic], { service }) => {
-        await attempt(async () => await service.unsubscribe(id, topic))
+        if (!await attempt(async () => await onHolder(service.cluster, 'unsubscribe', id, topic))) throw new CtlError(`client ${id} is not online`)
         return output('ok', { client_id: id, topic })
       }
     }
@@ -305,14 +315,15 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
           }
         }
         const until = seconds === undefined ? undefined : Math.floor(Date.now() / 1000) + seconds
-        const entry = await attempt(async () => await service.ban({ who, as: kind, reason, by: 'broker_ctl', until }))
-        return output('ok', entry)
+        const answers = await attempt(async () => await service.cluster.all('ban', { who, as: kind, reason, by: 'broker_ctl', until }))
+        return output('ok', answers[0].value)
       }
     },
     del: {
       arity: 2,
       run: async ([as, who], { service }) => {
-        if (!await service.unban(bannedKind(as), who)) throw new CtlError(NOT_FOUND)
+        const answers = await attempt(async () => await service.cluster.all('unban', bannedKind(as), who))
+        if (!answers.some((a) => a.value)) throw new CtlError(NOT_FOUND)
         return output('ok', { as, who })
       }
     }

@@ -7,9 +7,10 @@
 import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import type { Logger } from '../log.js'
 import type { TextStore } from './text-store.js'
+import type { TimerOwnership } from '../cluster/timer-ownership.js'
 
 type Kind = 'session' | 'will'
-interface TimerRecord { firesAt: number, will?: Record<string, unknown> }
+interface TimerRecord { firesAt: number, will?: Record<string, unknown>, owner?: string }
 interface SessionPersistence {
   cleanSubscriptions: (client: { id: string }) => Promise<void>
   delWill: (client: { id: string }) => Promise<unknown>
@@ -28,13 +29,21 @@ export class SessionTimers {
   /** writes in flight, so a restart can wait for them */
   #pending: Promise<unknown> = Promise.resolve()
 
-  /** `wipeQueue` removes a session's queued messages from the store (what Aedes' persistence has no call for). */
-  constructor (store: TextStore, private readonly wipeQueue: (clientId: string) => Promise<void>, private readonly logger: Logger) {
+  /** In a cluster: whether this node may fire a timer (the Aedes patch asks before firing). */
+  claim?: (kind: Kind, clientId: string) => Promise<boolean>
+
+  /**
+   * `wipeQueue` removes a session's queued messages from the store (what
+   * Aedes' persistence has no call for). `ownership`: the timers are the
+   * cluster's (see lib/cluster/timer-ownership.ts).
+   */
+  constructor (store: TextStore, private readonly wipeQueue: (clientId: string) => Promise<void>, private readonly logger: Logger, private readonly ownership?: TimerOwnership) {
     this.#store = store
+    if (ownership !== undefined) this.claim = async (kind, clientId) => await ownership.claim(`${kind}:${clientId}`, clientId)
   }
 
   armed (kind: Kind, clientId: string, firesAt: number, will?: object): void {
-    const record: TimerRecord = { firesAt, will: will === undefined ? undefined : { ...will } }
+    const record: TimerRecord = { firesAt, will: will === undefined ? undefined : { ...will }, owner: this.ownership?.node }
     this.#write(this.#store.put(`${kind}:${clientId}`, JSON.stringify(record)))
   }
 
@@ -44,28 +53,70 @@ export class SessionTimers {
 
   /** Restores the stored timers against a freshly started engine. */
   async restore (engine: Aedes, persistence: SessionPersistence, onSessionWiped: (clientId: string) => void): Promise<void> {
+    this.#engine = engine
+    this.#persistence = persistence
+    this.#onSessionWiped = onSessionWiped
+    const ownership = this.ownership
     engine.on('client', (client: Client) => {
       for (const kind of ['session', 'will'] as const) this.#cancel(kind, client.id)
+      ownership?.connected(client.id).catch((err: Error) => this.logger.warn({ err: err.message, clientId: client.id }, 'cluster client registry not updated'))
     })
-    const now = Date.now()
-    for await (const [key, value] of this.#store.entries()) {
-      const kind = key.slice(0, key.indexOf(':')) as Kind
-      const clientId = key.slice(kind.length + 1)
-      const record = JSON.parse(value, reviveBuffers) as TimerRecord
-      if (kind === 'will') {
-        // the will now belongs to this timer, not to Aedes' sweep of dead brokers' wills
-        await persistence.delWill({ id: clientId })
-      }
-      const fire = kind === 'session'
-        ? async () => await this.#wipe(clientId, persistence, onSessionWiped)
-        : async () => await this.#publishWill(engine, record.will)
-      const run = (): void => {
-        this.#restored.delete(key)
-        fire().then(() => this.cleared(kind, clientId), (err: Error) => this.logger.error({ err, clientId, kind }, 'restored timer failed'))
-      }
-      if (record.firesAt <= now) run()
-      else this.#restored.set(key, setTimeout(run, record.firesAt - now).unref())
+    if (ownership !== undefined) {
+      engine.on('clientDisconnect', (client: Client) => {
+        ownership.disconnected(client.id).catch((err: Error) => this.logger.warn({ err: err.message, clientId: client.id }, 'cluster client registry not updated'))
+      })
     }
+    for await (const [key, value] of this.#store.entries()) {
+      const record = JSON.parse(value, reviveBuffers) as TimerRecord
+      // in a cluster, each node restores the timers it armed
+      if (ownership !== undefined && record.owner !== ownership.node) continue
+      await this.#rearm(key, record)
+    }
+  }
+
+  /**
+   * A node of the cluster left: its connected clients are registered nowhere
+   * now, and its session-expiry timers are taken over here. (Its clients'
+   * wills are published by Aedes' sweep of a dead broker's wills.)
+   */
+  async adoptFrom (node: string): Promise<void> {
+    const ownership = this.ownership
+    if (ownership === undefined) return
+    for (const [key, value] of await ownership.forgetNode(node)) {
+      if (!key.startsWith('session:') || !await ownership.adopt(key, value)) continue
+      this.logger.info({ key, from: node }, 'session timer taken over from a node that left')
+      await this.#rearm(key, { ...JSON.parse(value, reviveBuffers) as TimerRecord, owner: ownership.node })
+    }
+  }
+
+  #engine: Aedes | undefined
+  #persistence: SessionPersistence | undefined
+  #onSessionWiped: (clientId: string) => void = () => {}
+
+  async #rearm (key: string, record: TimerRecord): Promise<void> {
+    const engine = this.#engine!
+    const persistence = this.#persistence!
+    const kind = key.slice(0, key.indexOf(':')) as Kind
+    const clientId = key.slice(kind.length + 1)
+    if (kind === 'will') {
+      // the will now belongs to this timer, not to Aedes' sweep of dead brokers' wills
+      await persistence.delWill({ id: clientId })
+    }
+    const fire = kind === 'session'
+      ? async () => await this.#wipe(clientId, persistence, this.#onSessionWiped)
+      : async () => await this.#publishWill(engine, record.will)
+    const run = (): void => {
+      this.#restored.delete(key)
+      const owned = this.claim === undefined ? Promise.resolve(true) : this.claim(kind, clientId)
+      owned.then(async (mine) => {
+        if (!mine) return
+        await fire()
+        if (this.claim === undefined) this.cleared(kind, clientId)
+      }).catch((err: Error) => this.logger.error({ err, clientId, kind }, 'restored timer failed'))
+    }
+    const now = Date.now()
+    if (record.firesAt <= now) run()
+    else this.#restored.set(key, setTimeout(run, record.firesAt - now).unref())
   }
 
   async stop (): Promise<void> {

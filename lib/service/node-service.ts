@@ -114,7 +114,7 @@ export interface BanRequest { who: string, as: BannedKind, reason?: string, desc
 
 /** Why an operation could not be done; the API maps `kind` to a status. */
 export class ServiceError extends Error {
-  constructor (readonly kind: 'not_found' | 'bad_value' | 'bad_topic' | 'not_online' | 'already_started' | 'not_started' | 'failed', message: string) {
+  constructor (readonly kind: 'not_found' | 'bad_value' | 'bad_topic' | 'not_online' | 'already_started' | 'not_started' | 'failed' | 'badrpc', message: string) {
     super(message)
     this.name = 'ServiceError'
   }
@@ -136,7 +136,7 @@ export interface NodeServiceParts {
   listeners: () => Listener[]
   /** starting → running → draining → stopping (lib/node-state.ts) */
   lifecycle: NodeLifecycle
-  /** the durable store is open (LevelDB `db.status === 'open'`) */
+  /** the store can be used: LevelDB open (`db.status`), and in cluster mode Redis ready (the backend's `available`) */
   storeAvailable: () => boolean
   drain: Drain
 }

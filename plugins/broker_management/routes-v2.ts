@@ -7,7 +7,7 @@ import Joi from 'joi'
 import type { ConfigRecord, ConnectionRecord, ListenerRecord, SessionRecord, SubscriptionRecord } from '../../lib/service/node-service.js'
 import type { BrokerInfo } from '../../lib/sys/node-info.js'
 import { clientV2, configV2, listenerV2, monitoringV2, nodeInfoV2, sessionV2, subscriptionV2 } from './records-v2.js'
-import { routes as v3Routes, type Method, type Route, type RouteRequest } from './routes.js'
+import { everyNode, onNode, routes as v3Routes, type Method, type Route, type RouteRequest } from './routes.js'
 
 /** The v3 row `name` (and `path`, where v3 has two rows of that name); a missing one fails at import. */
 function v3 (name: string, path?: string): Route {
@@ -118,19 +118,19 @@ export const routesV2: readonly Route[] = [
   // --- metrics and statistics (§2.11, §2.12, v2 keys) ---
   {
     method: 'GET', path: '/monitoring/metrics/', name: 'list_all_metrics', descr: 'The metrics of every node, keyed by node name',
-    handler: (_req, { node }) => ({ [node.name]: node.metricsV2() })
+    handler: async (_req, { node }) => Object.fromEntries((await everyNode(node, 'metricsV2')).map((a) => [a.node, a.value]))
   },
   {
     method: 'GET', path: '/monitoring/metrics/:node', name: 'list_node_metrics', descr: 'The metrics of a node',
-    handler: (_req, { node }) => node.metricsV2()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'metricsV2')
   },
   {
     method: 'GET', path: '/monitoring/stats', name: 'list_stats', descr: 'The statistics of every node: a list of objects keyed by node name',
-    handler: (_req, { node }) => [{ [node.name]: node.statsV2() }]
+    handler: async (_req, { node }) => (await everyNode(node, 'statsV2')).map((a) => ({ [a.node]: a.value }))
   },
   {
     method: 'GET', path: '/monitoring/stats/:node', name: 'lookup_node_stats', descr: 'The statistics of a node',
-    handler: (_req, { node }) => node.statsV2()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'statsV2')
   },
 
   // --- configuration (§2.14, §2.15) ---

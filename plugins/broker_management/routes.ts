@@ -10,6 +10,7 @@ import type { ServiceError } from '../../lib/service/node-service.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
+import { onHolder, type RemoteMethod } from '../../lib/cluster/cluster.js'
 import type { Users } from './users.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
@@ -58,6 +59,8 @@ function serviceError (err: unknown): never {
     // SPEC §7.1 names the body; 409 Conflict: the plugin is already in the asked state
     case 'already_started': throw new ApiError(409, { message: 'already_started' }, CODE.alreadyStarted)
     case 'not_started': throw new ApiError(409, { message: 'not_started' }, CODE.alreadyStopped)
+    // another node of the cluster did not answer in time
+    case 'badrpc': throw new ApiError(502, { message: e.message }, CODE.badRpc)
     default: throw err
   }
 }
@@ -68,6 +71,29 @@ async function service<T> (operation: () => T | Promise<T>): Promise<T> {
   } catch (err) {
     return serviceError(err)
   }
+}
+
+type Remote = RemoteMethod
+type Answer = Array<{ node: string, value: unknown }>
+
+/** Every live node's answer, in node order. */
+export async function everyNode (node: NodeView, method: Remote, ...args: unknown[]): Promise<Answer> {
+  return await service(async () => await (node.cluster.all as (m: Remote, ...a: unknown[]) => Promise<Answer>)(method, ...args))
+}
+
+/** The rows of every node, as one list. */
+async function rows (node: NodeView, method: Remote, ...args: unknown[]): Promise<unknown[]> {
+  return (await everyNode(node, method, ...args)).flatMap((a) => a.value as unknown[])
+}
+
+/** The answer of the node named in the path. */
+export async function onNode (node: NodeView, name: string, method: Remote, ...args: unknown[]): Promise<unknown> {
+  return await service(async () => await (node.cluster.on as (n: string, m: Remote, ...a: unknown[]) => Promise<unknown>)(name, method, ...args))
+}
+
+/** An operation only the node holding the client can do: true when one did. */
+async function holder (node: NodeView, method: 'kick' | 'cleanAclCache' | 'subscribe' | 'unsubscribe', ...args: unknown[]): Promise<boolean> {
+  return await service(async () => await (onHolder as (c: NodeView['cluster'], m: string, ...a: unknown[]) => Promise<boolean>)(node.cluster, method, ...args))
 }
 
 const notOnline = (): ApiError => new ApiError(404, { code: CODE.notOnline, message: 'client not online' })
@@ -109,49 +135,49 @@ export const routes: readonly Route[] = [
   // --- brokers and nodes (§2.7, §2.8) ---
   {
     method: 'GET', path: '/brokers/', name: 'list_brokers', descr: 'A list of brokers in the cluster',
-    handler: (_req, { node }) => [{ ...node.brokerInfo(), node: node.name }]
+    handler: async (_req, { node }) => (await everyNode(node, 'brokerInfo')).map((a) => ({ ...(a.value as object), node: a.node }))
   },
   {
     method: 'GET', path: '/brokers/:node', name: 'lookup_broker', descr: 'Get broker info of a node',
-    handler: (_req, { node }) => node.brokerInfo()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'brokerInfo')
   },
   {
     method: 'GET', path: '/nodes/', name: 'list_nodes', descr: 'A list of nodes in the cluster',
-    handler: async (_req, { node }) => [{ ...await node.nodeStats(true), node: node.name }]
+    handler: async (_req, { node }) => (await everyNode(node, 'nodeStats', true)).map((a) => ({ ...(a.value as object), node: a.node }))
   },
   {
     method: 'GET', path: '/nodes/:node', name: 'lookup_node', descr: 'Lookup a node in the cluster',
-    handler: async (_req, { node }) => await node.nodeStats()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'nodeStats')
   },
 
   // --- connections (§2.1) ---
   {
     method: 'GET', path: '/connections/', name: 'list_connections', descr: 'A list of connections in the cluster', paged: true,
-    handler: (_req, { node }) => node.connections()
+    handler: async (_req, { node }) => await rows(node, 'connections')
   },
   {
     method: 'GET', path: '/nodes/:node/connections/', name: 'list_node_connections', descr: 'A list of connections on a node', paged: true,
-    handler: (_req, { node }) => node.connections()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'connections')
   },
   {
     method: 'GET', path: '/connections/:clientid', name: 'lookup_connections', descr: 'Lookup a connection in the cluster',
-    handler: ({ params }, { node }) => node.connection(params.clientid)
+    handler: async ({ params }, { node }) => await rows(node, 'connection', params.clientid)
   },
   {
     method: 'GET', path: '/nodes/:node/connections/:clientid', name: 'lookup_node_connection', descr: 'Lookup a connection on a node',
-    handler: ({ params }, { node }) => node.connection(params.clientid)
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'connection', params.clientid)
   },
   {
     method: 'DELETE', path: '/connections/:clientid', name: 'kickout_connection', descr: 'Kick out a connection',
-    handler: ({ params }, { node }) => {
-      if (!node.kick(params.clientid)) throw notOnline()
+    handler: async ({ params }, { node }) => {
+      if (!await holder(node, 'kick', params.clientid)) throw notOnline()
       return OK
     }
   },
   {
     method: 'DELETE', path: '/connections/:clientid/acl/:topic', name: 'clean_acl_cache', descr: 'Clean the ACL cache of a connection for a topic',
-    handler: ({ params }, { node }) => {
-      if (!node.cleanAclCache(params.clientid, params.topic)) throw notOnline()
+    handler: async ({ params }, { node }) => {
+      if (!await holder(node, 'cleanAclCache', params.clientid, params.topic)) throw notOnline()
       return OK
     }
   },
@@ -159,47 +185,47 @@ export const routes: readonly Route[] = [
   // --- sessions (§2.3) ---
   {
     method: 'GET', path: '/sessions/', name: 'list_sessions', descr: 'A list of sessions in the cluster', paged: true,
-    handler: (_req, { node }) => node.sessions()
+    handler: async (_req, { node }) => await rows(node, 'sessions')
   },
   {
     method: 'GET', path: '/nodes/:node/sessions/', name: 'list_node_sessions', descr: 'A list of sessions on a node', paged: true,
-    handler: (_req, { node }) => node.sessions()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'sessions')
   },
   {
     method: 'GET', path: '/sessions/:clientid', name: 'lookup_session', descr: 'Lookup a session in the cluster',
-    handler: ({ params }, { node }) => node.session(params.clientid)
+    handler: async ({ params }, { node }) => await rows(node, 'session', params.clientid)
   },
   {
     method: 'GET', path: '/nodes/:node/sessions/:clientid', name: 'lookup_node_session', descr: 'Lookup a session on a node',
-    handler: ({ params }, { node }) => node.session(params.clientid)
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'session', params.clientid)
   },
 
   // --- subscriptions (§2.5) ---
   {
     method: 'GET', path: '/subscriptions/', name: 'list_subscriptions', descr: 'A list of subscriptions in the cluster', paged: true,
-    handler: (_req, { node }) => node.subscriptions()
+    handler: async (_req, { node }) => await rows(node, 'subscriptions')
   },
   {
     method: 'GET', path: '/subscriptions/:clientid', name: 'lookup_client_subscriptions', descr: 'A list of subscriptions of a client',
-    handler: ({ params }, { node }) => node.clientSubscriptions(params.clientid)
+    handler: async ({ params }, { node }) => await rows(node, 'clientSubscriptions', params.clientid)
   },
   {
     method: 'GET', path: '/nodes/:node/subscriptions/', name: 'list_node_subscriptions', descr: 'A list of subscriptions on a node', paged: true,
-    handler: (_req, { node }) => node.subscriptions()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'subscriptions')
   },
   {
     method: 'GET', path: '/nodes/:node/subscriptions/:clientid', name: 'lookup_client_subscriptions_with_node', descr: 'A list of subscriptions of a client on a node',
-    handler: ({ params }, { node }) => node.clientSubscriptions(params.clientid)
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'clientSubscriptions', params.clientid)
   },
 
   // --- routes (§2.6) ---
   {
     method: 'GET', path: '/routes/', name: 'list_routes', descr: 'A list of routes in the cluster', paged: true,
-    handler: (_req, { node }) => node.routes()
+    handler: async (_req, { node }) => await rows(node, 'routes')
   },
   {
     method: 'GET', path: '/routes/:topic', name: 'lookup_routes', descr: 'Lookup the routes of a topic',
-    handler: ({ params }, { node }) => node.route(params.topic)
+    handler: async ({ params }, { node }) => await rows(node, 'route', params.topic)
   },
 
   // --- publish, subscribe, unsubscribe (§4.3) ---
@@ -225,7 +251,7 @@ export const routes: readonly Route[] = [
     validate: { payload: Joi.object({ topic: nonEmpty.required(), qos: qos.default(0), client_id: nonEmpty.required() }) },
     handler: async ({ payload }, { node }) => {
       const body = payload as { topic: string, qos: 0 | 1 | 2, client_id: string }
-      await service(async () => await node.subscribe(body.client_id, body.topic, body.qos))
+      if (!await holder(node, 'subscribe', body.client_id, body.topic, body.qos)) throw notOnline()
       return { code: 0 }
     }
   },
@@ -243,7 +269,7 @@ export const routes: readonly Route[] = [
     },
     handler: async ({ payload }, { node }) => {
       const body = payload as { topic: string, client_id: string }
-      await service(async () => await node.unsubscribe(body.client_id, body.topic))
+      if (!await holder(node, 'unsubscribe', body.client_id, body.topic)) throw notOnline()
       return { code: 0 }
     }
   },
@@ -251,23 +277,23 @@ export const routes: readonly Route[] = [
   // --- plugins (§2.13, §3) ---
   {
     method: 'GET', path: '/plugins/', name: 'list_all_plugins', descr: 'A list of plugins in the cluster',
-    handler: async (_req, { node }) => [{ node: node.name, plugins: await node.plugins() }]
+    handler: async (_req, { node }) => (await everyNode(node, 'plugins')).map((a) => ({ node: a.node, plugins: a.value }))
   },
   {
     method: 'GET', path: '/nodes/:node/plugins/', name: 'list_node_plugins', descr: 'A list of plugins on a node',
-    handler: async (_req, { node }) => await node.plugins()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'plugins')
   },
   {
     method: 'PUT', path: '/nodes/:node/plugins/:plugin/load', name: 'load_plugin', descr: 'Load a plugin',
     handler: async ({ params }, { node }) => {
-      await service(async () => await node.loadPlugin(params.plugin))
+      await onNode(node, params.node, 'loadPlugin', params.plugin)
       return OK
     }
   },
   {
     method: 'PUT', path: '/nodes/:node/plugins/:plugin/unload', name: 'unload_plugin', descr: 'Unload a plugin',
     handler: async ({ params }, { node }) => {
-      await service(async () => await node.unloadPlugin(params.plugin))
+      await onNode(node, params.node, 'unloadPlugin', params.plugin)
       return OK
     }
   },
@@ -275,28 +301,28 @@ export const routes: readonly Route[] = [
   // --- listeners (§2.10) ---
   {
     method: 'GET', path: '/listeners/', name: 'list_listeners', descr: 'A list of listeners in the cluster',
-    handler: (_req, { node }) => [{ node: node.name, listeners: node.listeners() }]
+    handler: async (_req, { node }) => (await everyNode(node, 'listeners')).map((a) => ({ node: a.node, listeners: a.value }))
   },
   {
     method: 'GET', path: '/nodes/:node/listeners', name: 'list_node_listeners', descr: 'A list of listeners on a node',
-    handler: (_req, { node }) => node.listeners()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'listeners')
   },
 
   // --- configuration (§2.14) ---
   {
     method: 'GET', path: '/configs/', name: 'get_all_configs', descr: 'Get all configs',
-    handler: (_req, { node }) => [{ node: node.name, config: node.configs() }]
+    handler: async (_req, { node }) => (await everyNode(node, 'configs')).map((a) => ({ node: a.node, config: a.value }))
   },
   {
     method: 'GET', path: '/nodes/:node/configs/', name: 'get_all_configs', descr: 'Get all configs of a node',
-    handler: (_req, { node }) => node.configs()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'configs')
   },
   {
     method: 'PUT', path: '/configs/:app', name: 'update_config', descr: 'Update a config item on every node',
     validate: { payload: Joi.object({ key: Joi.string().required(), value: Joi.string().allow('').required() }) },
     handler: async ({ params, payload }, { node }) => {
       const { key, value } = payload as { key: string, value: string }
-      await service(() => node.setConfig(params.app, key, value))
+      await everyNode(node, 'setConfig', params.app, key, value)
       return OK
     }
   },
@@ -305,7 +331,7 @@ export const routes: readonly Route[] = [
     validate: { payload: Joi.object({ key: Joi.string().required(), value: Joi.string().allow('').required() }) },
     handler: async ({ params, payload }, { node }) => {
       const { key, value } = payload as { key: string, value: string }
-      await service(() => node.setConfig(params.app, key, value))
+      await onNode(node, params.node, 'setConfig', params.app, key, value)
       return OK
     }
   },
@@ -313,15 +339,15 @@ export const routes: readonly Route[] = [
   // --- plugin settings (§2.15) ---
   {
     method: 'GET', path: '/nodes/:node/plugin_configs/:plugin', name: 'get_plugin_configs', descr: 'Get the settings of a plugin',
-    handler: async ({ params }, { node }) => await service(async () => await node.pluginSettings(params.plugin))
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'pluginSettings', params.plugin)
   },
   {
     method: 'PUT', path: '/nodes/:node/plugin_configs/:plugin', name: 'update_plugin_configs', descr: 'Update the settings of a plugin (reloads it when active)',
     validate: { payload: Joi.object().pattern(Joi.string(), Joi.string().allow('')).min(1).description('setting key → value') },
     handler: async ({ params, payload }, { node }) => {
       // this plugin reloading itself stops the server answering: answer first
-      const reloadLater = params.plugin === 'broker_management'
-      await service(async () => await node.setPluginSettings(params.plugin, payload as Record<string, string>, { reloadLater }))
+      const reloadLater = params.plugin === 'broker_management' && params.node === node.name
+      await onNode(node, params.node, 'setPluginSettings', params.plugin, payload as Record<string, string>, { reloadLater })
       return OK
     }
   },
@@ -329,34 +355,35 @@ export const routes: readonly Route[] = [
   // --- metrics and statistics (§2.11, §2.12) ---
   {
     method: 'GET', path: '/metrics/', name: 'list_all_metrics', descr: 'A list of metrics of all nodes in the cluster',
-    handler: (_req, { node }) => [{ node: node.name, metrics: node.metrics() }]
+    handler: async (_req, { node }) => (await everyNode(node, 'metrics')).map((a) => ({ node: a.node, metrics: a.value }))
   },
   {
     method: 'GET', path: '/nodes/:node/metrics/', name: 'list_node_metrics', descr: 'A list of metrics of a node',
-    handler: (_req, { node }) => node.metrics()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'metrics')
   },
   {
     method: 'GET', path: '/stats/', name: 'list_stats', descr: 'A list of stats of all nodes in the cluster',
-    handler: (_req, { node }) => [{ node: node.name, ...node.stats() }]
+    handler: async (_req, { node }) => (await everyNode(node, 'stats')).map((a) => ({ node: a.node, ...(a.value as object) }))
   },
   {
     method: 'GET', path: '/nodes/:node/stats/', name: 'lookup_node_stats', descr: 'A list of stats of a node',
-    handler: (_req, { node }) => node.stats()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'stats')
   },
 
   // --- alarms (§2.18) ---
   {
     method: 'GET', path: '/alarms/', name: 'get_all_alarms', descr: 'Get the present alarms of all nodes in the cluster',
-    handler: (_req, { node }) => [{ node: node.name, alarms: node.alarms() }]
+    handler: async (_req, { node }) => (await everyNode(node, 'alarms')).map((a) => ({ node: a.node, alarms: a.value }))
   },
   {
     method: 'GET', path: '/alarms/:node', name: 'get_alarms', descr: 'Get the present alarms of a node',
-    handler: (_req, { node }) => node.alarms()
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'alarms')
   },
 
   // --- banned (§2.16) ---
   {
     method: 'GET', path: '/banned/', name: 'list_banned', descr: 'List banned entries', paged: true,
+    // banned entries are kept where every node reads them; each node's list is the same
     handler: (_req, { node }) => node.banned()
   },
   {
@@ -371,13 +398,19 @@ export const routes: readonly Route[] = [
         until: Joi.number().integer().min(0).description('unix seconds; default now + 5 minutes')
       })
     },
-    handler: async ({ payload }, { node }) => await service(async () => await node.ban(payload as Parameters<NodeView['ban']>[0]))
+    handler: async ({ payload }, { node }) => {
+      const request = payload as Parameters<NodeView['ban']>[0]
+      // one `until` for every node, then each node records the entry it enforces
+      const until = request.until ?? Math.floor(Date.now() / 1000) + 300
+      return (await everyNode(node, 'ban', { ...request, until }))[0].value
+    }
   },
   {
     method: 'DELETE', path: '/banned/:who', name: 'delete_banned', descr: 'Delete a banned entry',
     validate: { query: Joi.object({ as: bannedKind.required() }) },
     handler: async ({ params, query }, { node }) => {
-      if (!await node.unban(query.as as Parameters<NodeView['unban']>[0], params.who)) throw notFound(`no banned entry ${String(query.as)} ${params.who}`)
+      const removed = await everyNode(node, 'unban', query.as as Parameters<NodeView['unban']>[0], params.who)
+      if (!removed.some((a) => a.value === true)) throw notFound(`no banned entry ${String(query.as)} ${params.who}`)
       return OK
     }
   },

@@ -105,8 +105,10 @@ function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger)
         for (const name of names) {
           if (typeof params[name] !== 'string' || params[name] === '') throw new ApiError(400, { code: CODE.missing, message: `"${name}" is required` })
         }
-        // one node: another node's name is a failed call to that node
-        if (params.node !== undefined && params.node !== context.node.name) throw new ApiError(404, { message: 'node not found' }, CODE.badRpc)
+        // a name that is not a live node of the cluster is a failed call to that node
+        if (params.node !== undefined && params.node !== context.node.name && !(await context.node.cluster.nodes()).includes(params.node)) {
+          throw new ApiError(404, { message: 'node not found' }, CODE.badRpc)
+        }
         let q: Record<string, unknown> = request.query
         if (query !== undefined) {
           const checked = query.unknown(true).validate(request.query)

@@ -2,6 +2,7 @@
 import t from 'tap'
 import pino from 'pino'
 import { routes, type ApiContext } from '../routes.js'
+import { withCluster } from './fake-node.js'
 import { createServer } from '../server.js'
 
 const auth = { authorization: `Basic ${Buffer.from('admin:public').toString('base64')}` }
@@ -10,11 +11,11 @@ t.test('a throwing node service method → 500 {message}; the next request is se
   let calls = 0
   // only what these requests reach: the application check and two node service members
   const api = {
-    node: {
+    node: withCluster({
       name: 'fake@host',
       sessions: () => { calls++; throw new Error('the store is on fire') },
       alarms: () => []
-    },
+    }),
     apps: { verify: async (id: string, secret: string) => id === 'admin' && secret === 'public' },
     users: {},
     maxRowLimit: 100,
@@ -42,7 +43,7 @@ t.test('a throwing node service method → 500 {message}; the next request is se
 
 t.test('an async (rejected) failure is a 500 too', async (t) => {
   const api = {
-    node: { name: 'fake@host', sessions: async () => await Promise.reject(new Error('later')) },
+    node: withCluster({ name: 'fake@host', sessions: async () => await Promise.reject(new Error('later')) }),
     apps: { verify: async () => true },
     users: {},
     maxRowLimit: 100,

@@ -5,6 +5,7 @@ import pino from 'pino'
 import type { ServerContext } from '../apis.js'
 import { routesV2 } from '../routes-v2.js'
 import { createServer } from '../server.js'
+import { withCluster } from './fake-node.js'
 import { startV2Node } from './v2-api.js'
 
 const api = await startV2Node()
@@ -67,7 +68,7 @@ t.test('GET /api/v2/ lists every operation of SPEC §4.5', async (t) => {
 t.test('a throwing node service method → 500 {code: 102}; the next request is served', async (t) => {
   let calls = 0
   const context = {
-    node: { name: 'fake@host', connections: () => { calls++; throw new Error('the store is on fire') }, statsV2: () => ({ 'clients/count': 0 }) },
+    node: withCluster({ name: 'fake@host', connections: () => { calls++; throw new Error('the store is on fire') }, statsV2: () => ({ 'clients/count': 0 }) }),
     apps: {},
     users: { verify: async (user: string, password: string) => user === 'admin' && password === 'public' },
     maxRowLimit: 100
