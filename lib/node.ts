@@ -178,7 +178,7 @@ export class BrokerNode {
       const drain = new Drain({ engine, lifecycle, listeners: () => late.listeners, logger, serverReference })
       const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners, lifecycle, storeAvailable: backend.available, drain })
       const tracer = new Tracer(engine, logger)
-      clustering = await joinCluster({ config, backend, service, engineId: engine.id, logger })
+      clustering = await joinCluster({ config, backend, service, shared, engineId: engine.id, logger })
       service.cluster = clustering.cluster
       observability.nodeNames = clustering.liveNodes
       const sessionTimers = timers

@@ -8,6 +8,8 @@ import type { NodeService } from '../service/node-service.js'
 import { redisCluster, serveRemote, singleNodeCluster, type Cluster } from './cluster.js'
 import { Membership } from './membership.js'
 import { ClusterRpc } from './rpc.js'
+import { SharedPlacement } from './shared-placement.js'
+import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
 
 export interface Clustering {
   cluster: Cluster
@@ -21,7 +23,9 @@ export interface Clustering {
   onNodeLeft: (listener: (node: string) => void) => void
 }
 
-export async function joinCluster ({ config, backend, service, engineId, logger }: { config: Config, backend: Backend, service: NodeService, engineId: string, logger: Logger }): Promise<Clustering> {
+interface JoinOptions { config: Config, backend: Backend, service: NodeService, shared: SharedSubscriptions, engineId: string, logger: Logger }
+
+export async function joinCluster ({ config, backend, service, shared, engineId, logger }: JoinOptions): Promise<Clustering> {
   const startedAt = Date.now()
   if (backend.redis === undefined) {
     return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, liveNodes: () => [service.name], onNodeLeft: () => {} }
@@ -31,6 +35,9 @@ export async function joinCluster ({ config, backend, service, engineId, logger 
   const rpc = new ClusterRpc(backend.redis, backend.redis.duplicate(), prefix, service.name,
     async (method, args) => await serveRemote(service, method, args), config.get('cluster.rpc_timeout'), log)
   await rpc.start()
+  const placement = new SharedPlacement(backend.redis, backend.redis.duplicate(), prefix, service.name, log)
+  await placement.start()
+  shared.placement = placement
   const membership = new Membership(backend.redis, prefix, { node: service.name, status: 'Running', started_at: startedAt, engine_id: engineId },
     config.get('cluster.heartbeat_interval'), log)
   return {
@@ -42,12 +49,15 @@ export async function joinCluster ({ config, backend, service, engineId, logger 
     leave: async () => {
       await membership.stop()
       await rpc.stop()
+      placement.stop()
     },
     liveNodes: () => membership.live(),
     onNodeLeft: (listener) => {
       membership.on('nodedown', (node: string) => {
         membership.members().then((members) => {
-          if (members[0]?.node === service.name) listener(node)
+          if (members[0]?.node !== service.name) return
+          listener(node)
+          placement.forgetNode(node).catch((err: Error) => log.warn({ err: err.message, node }, 'shared subscription members of a node that left not removed'))
         }, (err: Error) => log.warn({ err: err.message }, 'cluster members not read'))
       })
     }

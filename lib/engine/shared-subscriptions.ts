@@ -33,6 +33,8 @@ export class SharedSubscriptions {
   #engine: Aedes | undefined
   /** told of each message published to a group with no member to take it (metrics) */
   onDropped: ((packet: AedesPublishPacket) => void) | undefined
+  /** in a cluster: which node delivers a message of a group (lib/cluster/shared-placement.ts) */
+  placement: { update: (group: string, count: number) => Promise<void>, mine: (group: string, identity: string) => boolean } | undefined
 
   constructor (private readonly config: Config) {}
 
@@ -60,8 +62,9 @@ export class SharedSubscriptions {
       this.#groups.set(key, group)
     }
     group.members.push({ client, deliver })
-    if (fresh) engineMq(this.#engine!).on(group.filter, group.listener, () => done())
-    else done()
+    const placed = this.#placed(group)
+    if (fresh) engineMq(this.#engine!).on(group.filter, group.listener, () => { void placed.then(() => done()) })
+    else void placed.then(() => done())
   }
 
   unsubscribe (topic: string, deliver: Deliver, done: (err?: Error) => void): void {
@@ -73,6 +76,7 @@ export class SharedSubscriptions {
       const [gone] = group.members.splice(index, 1)
       if (group.sticky === gone) group.sticky = undefined
     }
+    void this.#placed(group)
     if (group.members.length > 0) return done()
     this.#groups.delete(group.key)
     engineMq(this.#engine!).removeListener(group.filter, group.listener, () => done())
@@ -81,6 +85,7 @@ export class SharedSubscriptions {
   #deliver (group: Group, packet: AedesPublishPacket, cb: () => void): void {
     // [MQTT-4.7.2-1] a filter starting with a wildcard does not receive $ topics
     if (packet.topic.charCodeAt(0) === 36 && (group.filter.startsWith('#') || group.filter.startsWith('+'))) return cb()
+    if (this.placement !== undefined && !this.placement.mine(group.key, this.#identity(group, packet))) return cb()
     const member = this.#pick(group, packet)
     if (member === undefined) {
       this.onDropped?.(packet)
@@ -97,6 +102,24 @@ export class SharedSubscriptions {
     persistence.outgoingEnqueue({ clientId: client.id }, packet).then(() => member.deliver(packet, cb), () => member.deliver(packet, cb))
   }
 
+  /** Tells the cluster how many members this node has in the group (nothing on one node). */
+  async #placed (group: Group): Promise<void> {
+    await this.placement?.update(group.key, group.members.length).catch(() => {})
+  }
+
+  /** What the cluster-wide draw of a member hashes: the publisher (hash), the group (sticky), else the message itself. */
+  #identity (group: Group, packet: AedesPublishPacket): string {
+    switch (this.config.get('broker.shared_subscription_strategy')) {
+      case 'hash': return this.#publisher(packet)
+      case 'sticky': return group.key
+      default: return `${packet.brokerId}:${packet.brokerCounter}`
+    }
+  }
+
+  #publisher (packet: AedesPublishPacket): string {
+    return (packet as AedesPublishPacket & { clientId?: string }).clientId ?? packet.topic
+  }
+
   #pick (group: Group, packet: AedesPublishPacket): Member | undefined {
     const members = group.members.filter((m) => !m.client.closed)
     if (members.length === 0) return undefined
@@ -107,8 +130,7 @@ export class SharedSubscriptions {
         if (group.sticky === undefined || !members.includes(group.sticky)) group.sticky = members[Math.floor(Math.random() * members.length)]
         return group.sticky
       case 'hash': {
-        const from = (packet as AedesPublishPacket & { clientId?: string }).clientId ?? packet.topic
-        return members[createHash('md5').update(from).digest().readUInt32BE(0) % members.length]
+        return members[createHash('md5').update(this.#publisher(packet)).digest().readUInt32BE(0) % members.length]
       }
       default:
         return members[Math.floor(Math.random() * members.length)]
