@@ -76,6 +76,10 @@ export interface TestCluster {
   kill9: (node: ClusterNode) => Promise<void>
   /** SIGTERM; resolves once the process has exited */
   stop: (node: ClusterNode) => Promise<void>
+  /** SIGSTOP: the process stays, its sockets stay open, it answers nothing */
+  freeze: (node: ClusterNode) => void
+  /** SIGCONT after `freeze` */
+  thaw: (node: ClusterNode) => void
   /** starts the node again (same name, data folder and ports); stops it first if it runs */
   restart: (node: ClusterNode) => Promise<void>
   /** the live node names as `GET /api/v3/nodes/` on `via` lists them */
@@ -181,6 +185,8 @@ export async function startCluster (options: ClusterOptions = {}): Promise<TestC
     const proc = node.proc
     if (proc === undefined) return
     if (proc.child.exitCode === null && proc.child.signalCode === null) {
+      // a frozen process would not act on SIGTERM
+      if (sig === 'SIGTERM') proc.child.kill('SIGCONT')
       proc.child.kill(sig)
       const forced = sig === 'SIGTERM' ? setTimeout(() => proc.child.kill('SIGKILL'), 15_000) : undefined
       await proc.exited
@@ -223,6 +229,8 @@ export async function startCluster (options: ClusterOptions = {}): Promise<TestC
     },
     kill9: async (node) => await signal(node, 'SIGKILL'),
     stop: async (node) => await signal(node, 'SIGTERM'),
+    freeze: (node) => { node.proc?.child.kill('SIGSTOP') },
+    thaw: (node) => { node.proc?.child.kill('SIGCONT') },
     async restart (node) {
       await signal(node, 'SIGTERM')
       await launch(node)
