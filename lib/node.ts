@@ -175,7 +175,7 @@ export class BrokerNode {
       const running = engine
       // the service is given to the plugins, and the listeners open after the plugins boot: both are read late
       const late: { plugins?: PluginHost, listeners: Listener[] } = { listeners: [] }
-      const drain = new Drain({ engine, lifecycle, listeners: () => late.listeners, logger, serverReference })
+      const drain = new Drain({ engine, lifecycle, listeners: () => late.listeners, logger, serverReference: () => clustering?.serverReference() })
       const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners, lifecycle, storeAvailable: backend.available, drain })
       const tracer = new Tracer(engine, logger)
       clustering = await joinCluster({ config, backend, service, shared, engineId: engine.id, logger })
@@ -216,7 +216,7 @@ export class BrokerNode {
         await node.stop()
         throw err
       }
-      await clustering.announce()
+      await clustering.announce(listeners.find((l) => l.protocol === 'mqtt:tcp')?.address.port)
       await node.#openControl(controlSocketPath(dataDir))
       lifecycle.set('running')
       logger.info({ node: node.name, dataDir }, 'broker node is running')
@@ -268,14 +268,6 @@ export class BrokerNode {
     this.lifecycle.set('stopped')
     this.logger.info({ node: this.name }, 'broker node stopped')
   }
-}
-
-/**
- * The Server Reference a drained MQTT 5 client is given: another node's
- * address for it to connect to, or undefined (a single node has none).
- */
-function serverReference (): string | undefined {
-  return undefined
 }
 
 async function publish (engine: Aedes, { topic, payload, qos = 0, retain = false }: PublishRequest): Promise<void> {

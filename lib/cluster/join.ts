@@ -13,10 +13,12 @@ import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
 
 export interface Clustering {
   cluster: Cluster
-  /** the node accepts clients: tell the others */
-  announce: () => Promise<void>
+  /** the node accepts clients (at `mqttPort`, its TCP listener's port): tell the others */
+  announce: (mqttPort?: number) => Promise<void>
   /** the node stops: leave the list, stop answering */
   leave: () => Promise<void>
+  /** another live node's MQTT address, for a drained MQTT 5 client's Server Reference; undefined when alone */
+  serverReference: () => string | undefined
   /** the live nodes' names as last seen (for `$SYS/brokers`) */
   liveNodes: () => string[]
   /** `listener(node)` when a node leaves the cluster, on one live node only (the first by name) */
@@ -28,7 +30,7 @@ interface JoinOptions { config: Config, backend: Backend, service: NodeService, 
 export async function joinCluster ({ config, backend, service, shared, engineId, logger }: JoinOptions): Promise<Clustering> {
   const startedAt = Date.now()
   if (backend.redis === undefined) {
-    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, liveNodes: () => [service.name], onNodeLeft: () => {} }
+    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, serverReference: () => undefined, liveNodes: () => [service.name], onNodeLeft: () => {} }
   }
   const prefix = config.get('cluster.name')
   const log = logger.child({ cluster: prefix })
@@ -42,7 +44,8 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
     config.get('cluster.heartbeat_interval'), log)
   return {
     cluster: redisCluster(membership, rpc),
-    announce: async () => {
+    announce: async (mqttPort) => {
+      membership.self.address = advertised(config, mqttPort)
       await membership.start()
       log.info({ nodes: (await membership.members()).map((m) => m.node) }, 'joined the cluster')
     },
@@ -51,6 +54,7 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
       await rpc.stop()
       placement.stop()
     },
+    serverReference: () => membership.liveMembers().find((m) => m.node !== service.name && m.address !== undefined)?.address,
     liveNodes: () => membership.live(),
     onNodeLeft: (listener) => {
       membership.on('nodedown', (node: string) => {
@@ -62,4 +66,12 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
       })
     }
   }
+}
+
+/** The host of the node name (`n1@10.0.0.11`) and the TCP listener's port; undefined without one. */
+function advertised (config: Config, port: number | undefined): string | undefined {
+  if (port === undefined) return undefined
+  const name = config.get('node.name')
+  const host = name.includes('@') ? name.slice(name.indexOf('@') + 1) : config.get('listener.tcp.external')?.host ?? '127.0.0.1'
+  return `${host}:${port}`
 }

@@ -12,11 +12,14 @@ export interface Member {
   started_at: number
   /** the engine's id: the broker id in its $SYS heartbeats and stored wills */
   engine_id: string
+  /** where MQTT clients reach it (`host:port` of its TCP listener), for a drained client's Server Reference */
+  address?: string
 }
 
 export class Membership extends EventEmitter {
   #timer: NodeJS.Timeout | undefined
   #known = new Set<string>()
+  #records: Member[] = []
   readonly #gone = new Set<string>()
 
   constructor (
@@ -65,6 +68,11 @@ export class Membership extends EventEmitter {
     return this.#known.size === 0 ? [this.self.node] : [...this.#known].sort()
   }
 
+  /** The live members as of the last heartbeat. */
+  liveMembers (): Member[] {
+    return this.#records
+  }
+
   /** Nodes seen in this node's lifetime that are not live now. */
   stopped (): string[] {
     return [...this.#gone].sort()
@@ -72,7 +80,8 @@ export class Membership extends EventEmitter {
 
   async #beat (): Promise<void> {
     await this.redis.set(this.#key(this.self.node), JSON.stringify(this.self), 'PX', this.heartbeatMs * 3)
-    const live = new Set((await this.members()).map((m) => m.node))
+    this.#records = await this.members()
+    const live = new Set(this.#records.map((m) => m.node))
     for (const node of live) {
       if (!this.#known.has(node) && node !== this.self.node) {
         this.#gone.delete(node)

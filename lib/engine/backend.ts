@@ -80,7 +80,12 @@ export async function openBackend (config: Config, dataDir: string): Promise<Bac
     },
     shared: true,
     redis,
-    storedClients: async () => await redis.smembers('clients'),
+    // connected anywhere in the cluster (the registry of lib/cluster/timer-ownership.ts) is not offline
+    storedClients: async () => {
+      const [stored, connected] = await Promise.all([redis.smembers('clients'), redis.hkeys(`${prefix}:clients`)])
+      const online = new Set(connected)
+      return stored.filter((id) => !online.has(id))
+    },
     available: () => db.status === 'open' && redis.status === 'ready',
     close: async () => {
       redis.disconnect()

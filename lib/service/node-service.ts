@@ -256,7 +256,7 @@ export class NodeService {
     const online = this.#online()
     const connected = new Set(online.map((c) => c.id))
     const offline: SessionRecord[] = []
-    for (const clientId of (await this.parts.storeIndex.clientsWithSubscriptions()).sort()) {
+    for (const clientId of (await this.#offlineReported()).sort()) {
       if (connected.has(clientId) || engineClient(this.parts.engine, clientId)?.closed === false) continue
       const record = await this.#offlineSession(clientId)
       if (record !== undefined) offline.push(record)
@@ -268,9 +268,19 @@ export class NodeService {
     const client = this.#onlineClient(clientId)
     if (client !== undefined) return [this.#session(client)]
     if (engineClient(this.parts.engine, clientId)?.closed === false) return []
-    if (!(await this.parts.storeIndex.clientsWithSubscriptions()).includes(clientId)) return []
+    if (!(await this.#offlineReported()).includes(clientId)) return []
     const record = await this.#offlineSession(clientId)
     return record === undefined ? [] : [record]
+  }
+
+  /**
+   * The offline persistent sessions this node lists. In a cluster the store
+   * is shared: one node (the first live one) lists them, so a cluster-wide
+   * listing has each once.
+   */
+  async #offlineReported (): Promise<string[]> {
+    if (this.cluster?.enabled === true && (await this.cluster.nodes())[0] !== this.name) return []
+    return await this.parts.storeIndex.clientsWithSubscriptions()
   }
 
   subscriptions (): SubscriptionRecord[] {
