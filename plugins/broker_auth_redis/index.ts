@@ -54,6 +54,8 @@ export default definePlugin<AuthRedisConfig>({
       ctx.hooks.add('client.check_acl', backendAclChecker({
         guard,
         rules: aclRulesQuery(call, acl),
+        // the hash lists everything the client may do (EMQ X 3.x: a client with rules and none matching is denied)
+        nomatch: 'deny',
         unavailable: config['auth.redis.unavailable.acl'],
         logger: ctx.logger
       }))

@@ -82,6 +82,12 @@ export interface AclDeps {
   rules: (values: QueryValues) => Promise<AclRule[]>
   unavailable: UnavailableAcl
   logger: Logger
+  /**
+   * When the client has rules and none matches: `ignore` (SQL: rows may allow or
+   * deny, EMQ X passed on) or `deny` (Redis, Mongo: the rules are the client's
+   * whole allowance, EMQ X denied). No rules at all is always ignore.
+   */
+  nomatch?: 'ignore' | 'deny'
 }
 
 export function backendAclChecker (deps: AclDeps): HookHandlers['client.check_acl'] {
@@ -90,7 +96,8 @@ export function backendAclChecker (deps: AclDeps): HookHandlers['client.check_ac
       const values = valuesOf(request.client)
       const rules = await deps.guard.run(() => deps.rules(values))
       if (!rules.ok) return deps.unavailable
-      return decideAcl(rules.value, request)
+      const decision = decideAcl(rules.value, request)
+      return decision === 'ignore' && rules.value.length > 0 && deps.nomatch === 'deny' ? 'deny' : decision
     } catch (err) {
       deps.logger.error({ err, clientId: request?.client?.clientId, topic: request?.topic }, 'database ACL check failed; ignored')
       return 'ignore'

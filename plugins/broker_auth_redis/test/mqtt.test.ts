@@ -20,8 +20,8 @@ t.before(async () => {
   redis = await startRedis({ password: 'redis-pw' })
   await redis.seed(SEED)
   aclDir = await tempDir('redis-acl-')
-  // only bob's fallback topics are allowed by the file: what the plugin ignores falls through to it, then to deny
-  await writeFile(join(aclDir, 'acl.conf'), '{allow, {user, "bob"}, subscribe, ["fallback/#"]}.\n')
+  // only fallback topics are allowed by the file: what the plugin ignores (a client with no ACL hash) falls through to it, then to deny
+  await writeFile(join(aclDir, 'acl.conf'), '{allow, {user, "bob"}, subscribe, ["fallback/#"]}.\n{allow, {user, "carol"}, subscribe, ["fallback/#"]}.\n')
   broker = await startBroker({
     'mqtt.allow_anonymous': 'false',
     'mqtt.acl_nomatch': 'deny',
@@ -51,7 +51,7 @@ t.test('allow, deny (wrong password), ignore (no such user)', async (t) => {
   }
 })
 
-t.test('ACL hash mqtt_acl:<user>: field = filter, value 1 sub / 2 pub / 3 both; no match → acl.conf → acl_nomatch', async (t) => {
+t.test('ACL hash mqtt_acl:<user>: field = filter, value 1 sub / 2 pub / 3 both; a hash without a match denies; no hash → acl.conf → acl_nomatch', async (t) => {
   const alice = await connect(url(), { protocolVersion: 5, clientId: 'alice-1', username: 'alice', password: 'alice-pw' })
   const bob = await connect(url(), { protocolVersion: 5, clientId: 'bob-1', username: 'bob', password: 'bob-pw' })
   t.teardown(() => closeAll(alice, bob))
@@ -61,7 +61,12 @@ t.test('ACL hash mqtt_acl:<user>: field = filter, value 1 sub / 2 pub / 3 both; 
   t.equal(await pubackCode(alice, 'chat/alice/room'), 0, 'publish: access 3 with %u')
   t.equal(await pubackCode(alice, 'chat/bob/room'), 0x87, '%u is the client\'s own name')
   t.equal(await pubackCode(alice, 'sensors/a'), 0x87, 'publish: access 1 only subscribes')
-  t.strictSame(await granted(bob, ['sensors/bob/x', 'sensors/alice/x', 'fallback/x']), [1, 0x87, 1], 'bob\'s own hash; fallback/x: redis ignores, acl.conf allows')
+  t.strictSame(await granted(bob, ['sensors/bob/x', 'sensors/alice/x', 'fallback/x']), [1, 0x87, 0x87], 'bob\'s own hash; fallback/x: bob has a hash and no field covers it, so acl.conf is not asked')
+  await redis.cli('HSET', 'mqtt_user:carol', 'password', 'carol-pw')
+  t.teardown(() => redis.cli('DEL', 'mqtt_user:carol'))
+  const carol = await connect(url(), { protocolVersion: 5, clientId: 'carol-1', username: 'carol', password: 'carol-pw' })
+  t.teardown(() => closeAll(carol))
+  t.strictSame(await granted(carol, ['fallback/x', 'sensors/carol/x']), [1, 0x87], 'no hash: redis ignores, acl.conf allows fallback/x, acl_nomatch denies the rest')
 })
 
 t.test('superuser: is_superuser 1 passes every ACL check; others do not', async (t) => {
