@@ -1,11 +1,14 @@
 // Graceful drain and health (issue 10), on real `bin/broker` processes:
 // `broker_ctl node drain` closes the listeners, then disconnects the clients
 // at the drain rate (MQTT 5: DISCONNECT 0x9D Server Moved; 3.x: closed);
-// persistent sessions stay stored across the restart that follows.
+// persistent sessions stay stored across the restart that follows. /status
+// (broker_management) answers 503 with the reason while starting, draining
+// and stopping.
 import { connect as netConnect } from 'node:net'
 import t from 'tap'
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
-import { spawnBroker, type BrokerProcess } from './helpers/broker.js'
+import { FIXTURE_PLUGINS, freePort, spawnBroker, startBroker, type BrokerProcess, type TestBroker } from './helpers/broker.js'
+import { NodeLifecycle, healthOf } from '../lib/node-state.js'
 import { spawnCtlNode, type CtlNode } from './helpers/ctl.js'
 import { closeAll, connect, nextMessages, waitEvent } from './helpers/mqtt.js'
 
@@ -26,6 +29,14 @@ async function until (check: () => Promise<boolean>, what: string, timeoutMs = 1
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
+}
+
+/** A management API v3 call with the default application's credentials. */
+async function api (port: number, method: string, path: string, body?: unknown): Promise<{ status: number, body: unknown }> {
+  const headers: Record<string, string> = { authorization: `Basic ${Buffer.from('admin:public').toString('base64')}` }
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+  return { status: res.status, body: await res.json() }
 }
 
 async function stopped (node: CtlNode): Promise<void> {
@@ -120,4 +131,88 @@ t.test('broker_ctl node: usage errors and a bad rate', async (t) => {
   t.match((await node.run('node', 'drain', 'status')).stdout, /not draining/)
   const health = await node.run('node', 'health')
   t.match(health, { code: 0, stdout: /is running/ })
+})
+
+interface StatusAnswer { code: number | 'refused', body?: { node: string, status: string, uptime: string, reasons?: string[] } }
+
+async function getStatus (port: number, path = '/status'): Promise<StatusAnswer> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`)
+    return { code: res.status, body: await res.json() as StatusAnswer['body'] }
+  } catch {
+    return { code: 'refused' }
+  }
+}
+
+t.test('/status through start, drain and stop (in process, broker_management)', async (t) => {
+  const http = await freePort()
+  const plugins = { broker_management: { 'management.listener.http': `127.0.0.1:${http}` }, broker_fixture_slow: { 'fixture.boot_delay': 1500 } }
+  const starting = startBroker({}, ['tcp'], undefined, { plugins, pluginDirs: [FIXTURE_PLUGINS] })
+  t.teardown(async () => await (await starting).stop())
+
+  // the API listens while the later plugin still loads: the node is starting
+  const seen: StatusAnswer[] = []
+  let settled = false
+  void starting.then(() => { settled = true })
+  while (!settled) {
+    const answer = await getStatus(http)
+    if (answer.code !== 'refused') seen.push(answer)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  const broker: TestBroker = await starting
+  const node = broker.node.name
+  t.ok(seen.length > 0, `answers while starting (${seen.length})`)
+  t.match(seen[0], { code: 503, body: { node, status: 'Starting', reasons: ['starting'], uptime: String } }, 'starting: 503 starting')
+  t.ok(seen.every((a) => a.code === 503 || (a.code === 200 && a === seen.at(-1))), 'never 200 before the listeners are open')
+
+  const running = await getStatus(http)
+  t.match(running, { code: 200, body: { node, status: 'Running', uptime: /seconds/ } }, 'running: 200')
+  t.notOk('reasons' in running.body!, 'no reasons when it serves')
+  t.match(await getStatus(http, '/status/ready'), { code: 200, body: { status: 'Running' } }, 'ready')
+  const bad = await fetch(`http://127.0.0.1:${http}/status?x=1`)
+  t.equal(bad.status, 200, 'no credentials, a query is ignored')
+
+  const v5 = await connect(`mqtt://127.0.0.1:${broker.port()}`, { clientId: 'status-v5', protocolVersion: 5 })
+  t.teardown(async () => await closeAll(v5))
+  const gone = waitEvent<[{ reasonCode?: number }]>(v5, 'disconnect')
+  const drain = await api(http, 'PUT', `/api/v3/nodes/${node}/drain`, { rate: 10 })
+  t.match(drain, { status: 200, body: { state: /^(draining|drained)$/, rate: 10, total: 1 } }, 'PUT /api/v3/nodes/:node/drain')
+  t.equal((await gone)[0].reasonCode, 0x9D)
+  t.match(await getStatus(http), { code: 503, body: { node, status: 'Draining', reasons: ['draining'] } }, 'draining: 503 draining')
+  t.match(await getStatus(http, '/status/ready'), { code: 503, body: { reasons: ['draining'] } })
+  const progress = await api(http, 'GET', `/api/v3/nodes/${node}/drain`)
+  t.match(progress, { status: 200, body: { state: 'drained', disconnected: 1, remaining: 0 } }, 'GET /api/v3/nodes/:node/drain')
+  t.match(await api(http, 'PUT', `/api/v3/nodes/${node}/drain`, { rate: 0 }), { status: 400 }, 'a rate below 1 is refused')
+  const brokers = await api(http, 'GET', `/api/v3/brokers/${node}`)
+  t.match(brokers, { status: 200, body: { node_status: 'Running' } }, 'node_status stays EMQ X\'s Running (the drain shows in /status and /drain)')
+
+  // stopping: 503 stopping while the API is still up, then the port is closed
+  const stopping = broker.stop()
+  let done = false
+  void stopping.then(() => { done = true })
+  const during: StatusAnswer[] = []
+  while (!done) {
+    during.push(await getStatus(http))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  await stopping
+  t.ok(during.every((a) => a.code === 'refused' || (a.code === 503 && ['Draining', 'Stopping'].includes(a.body!.status))), `while stopping: 503 or refused (${during.map((a) => a.code === 'refused' ? 'refused' : `${a.code} ${a.body!.status}`).join(', ')})`)
+  t.equal((await getStatus(http)).code, 'refused', 'stopped: connection refused')
+})
+
+t.test('health: the state first, then the store', async (t) => {
+  t.same(healthOf('running', { storeAvailable: true }), { status: 'running', reasons: [] })
+  t.same(healthOf('running', { storeAvailable: false }), { status: 'running', reasons: ['store_unavailable'] })
+  t.same(healthOf('draining', { storeAvailable: true }), { status: 'draining', reasons: ['draining'] })
+  t.same(healthOf('running', { storeAvailable: true, more: ['cluster_unavailable'] }), { status: 'running', reasons: ['cluster_unavailable'] })
+  const lifecycle = new NodeLifecycle()
+  const states: string[] = []
+  const off = lifecycle.onChange((s) => states.push(s))
+  lifecycle.set('running')
+  lifecycle.set('running')
+  lifecycle.set('draining')
+  off()
+  lifecycle.set('stopping')
+  t.same(states, ['running', 'draining'])
+  t.equal(lifecycle.state, 'stopping')
 })

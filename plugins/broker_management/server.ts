@@ -10,6 +10,7 @@ import Joi from 'joi'
 import type { Logger } from '../../lib/log.js'
 import { APIS, type Api, type ServerContext } from './apis.js'
 import { ApiError, CODE } from './errors.js'
+import { statusRoutes } from './status.js'
 import type { ApiContext, Route } from './routes.js'
 
 export const REALM = 'broker'
@@ -63,6 +64,8 @@ export async function createServer (listen: { host: string, port: number }, cont
     const handlerContext: ApiContext = { ...context, routes: api.routes }
     for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger))
   }
+  // health for orchestrators, outside the APIs and without credentials (status.ts)
+  server.route(statusRoutes(context.node))
   // the Prometheus scrape endpoint: outside the APIs and without credentials, as scrapers expect
   server.route({
     method: 'GET',
