@@ -4,7 +4,12 @@
 
 /** What one worker does in a scenario; ids keep client ids and topics unique across workers. */
 export type Role =
-  | { kind: 'fan-in', subscriber: boolean, publishers: number[] }
+  /**
+   * window: the publishers (all of this worker's together) stay at most this many
+   * messages ahead of the subscriber, which may be in the other worker (its
+   * progress then comes as `peer` messages); absent: no limit but TCP's.
+   */
+  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number }
   /** awaitPeer: the other worker's subscribers report progress, and the publisher paces on them too. */
   | { kind: 'fan-out', publisher: boolean, awaitPeer: boolean, subscribers: number, firstId: number }
   | { kind: 'qos1-pairs', pairs: number[] }
@@ -14,7 +19,7 @@ export type ToWorker =
   | { type: 'setup', port: number, role: Role }
   /** Start the load; count only between warmupMs and warmupMs + measureMs (both 0 for idle). */
   | { type: 'go', warmupMs: number, measureMs: number }
-  /** fan-out: the least count received by any subscriber of the other worker. */
+  /** fan-out: the least count received by any subscriber of the other worker; fan-in: what its subscriber received. */
   | { type: 'peer', received: number }
   | { type: 'close' }
 

@@ -1,7 +1,10 @@
 // `npm run bench`: runs each scenario against bare Aedes and then against the
 // broker, each on a fresh server process with two fresh client workers, and
-// prints the figures and their ratios (broker / bare). See bench/README.md.
+// prints the figures and their ratios (broker / bare); then the cluster
+// section (fan-in on one node, on a Redis cluster, across two nodes). See
+// bench/README.md.
 import { readFileSync } from 'node:fs'
+import { CLUSTER_SECTION, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
 import { Worker } from './pool.js'
 import { scenarios, type Context, type Metric, type Scenario } from './scenarios.js'
 import { killAllNow, Server, type ServerKind } from './servers.js'
@@ -27,14 +30,16 @@ function openFileLimit (): number {
   return match === null || match[1] === 'unlimited' ? Infinity : Number(match[1])
 }
 
-function selectScenarios (): Scenario[] {
+/** The scenarios of the table and whether the cluster section runs, as BENCH_ONLY says. */
+function selectScenarios (): { selected: Scenario[], cluster: boolean } {
   const only = process.env.BENCH_ONLY
-  if (only === undefined || only === '') return scenarios
+  if (only === undefined || only === '') return { selected: scenarios, cluster: true }
   const names = only.split(',').map((s) => s.trim())
+  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION]
   for (const name of names) {
-    if (!scenarios.some((s) => s.name === name)) throw new Error(`BENCH_ONLY=${only}: no scenario ${name} (have ${scenarios.map((s) => s.name).join(', ')})`)
+    if (!known.includes(name)) throw new Error(`BENCH_ONLY=${only}: no scenario ${name} (have ${known.join(', ')})`)
   }
-  return scenarios.filter((s) => names.includes(s.name))
+  return { selected: scenarios.filter((s) => names.includes(s.name)), cluster: names.includes(CLUSTER_SECTION) }
 }
 
 async function runOnce (scenario: Scenario, kind: ServerKind, base: Omit<Context, 'server' | 'workers'>): Promise<Figures> {
@@ -72,10 +77,27 @@ function printTable (rows: Row[]): void {
     'ms and RSS: above 1 = broker worse (slower / more memory).\n')
 }
 
+function printCluster (seconds: number, cluster: ClusterResults): void {
+  process.stdout.write(`\n${CLUSTER_SECTION}: 10 QoS 0 publishers -> 1 subscriber on bench/in/#, ${seconds} s per setup\n\n`)
+  const lines = [['setup', 'msg/s', 'ratio']]
+  const single = cluster['msg/s'].single
+  for (const { key, title } of SETUPS) {
+    const value = cluster['msg/s'][key] ?? undefined
+    const ratio = value === undefined || single === null || single === 0 ? undefined : value / single
+    lines.push([title, format(value, 0), format(ratio, 2)])
+  }
+  const widths = lines[0].map((_, c) => Math.max(...lines.map((l) => l[c].length)))
+  for (const l of lines) {
+    process.stdout.write(l.map((cell, c) => c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join('   ') + '\n')
+  }
+  process.stdout.write('\nratio = msg/s / msg/s of (1); below 1 = slower than one node on its embedded store. ' +
+    '(2): one node with its store and messages on Redis; (3): subscriber on node a, publishers on node b, every message through Redis pub/sub.\n')
+}
+
 async function main (): Promise<number> {
   const seconds = positiveNumber('BENCH_SECONDS', 5, false)
   let connections = positiveNumber('BENCH_CONNECTIONS', 2000, true)
-  const selected = selectScenarios()
+  const { selected, cluster: runCluster } = selectScenarios()
   const notes: string[] = []
   // The server holds every idle connection: keep headroom for its own files.
   const fdCap = openFileLimit() - 200
@@ -108,8 +130,14 @@ async function main (): Promise<number> {
     }
   }
 
-  process.stdout.write(`\nbenchmark: ${seconds} s per scenario and server, ${connections} idle connections, ${WORKERS} client workers\n\n`)
-  printTable(rows)
+  const cluster = runCluster ? await runClusterSection(seconds, base.note, errors) : null
+
+  process.stdout.write(`\nbenchmark: ${seconds} s per scenario and server, ${connections} idle connections, ${WORKERS} client workers\n`)
+  if (rows.length > 0) {
+    process.stdout.write('\n')
+    printTable(rows)
+  }
+  if (cluster !== null && cluster.skipped === null) printCluster(seconds, cluster)
   for (const n of notes) process.stdout.write(`note: ${n}\n`)
   for (const e of errors) process.stdout.write(`error: ${e}\n`)
 
@@ -119,7 +147,7 @@ async function main (): Promise<number> {
     results[r.scenario] ??= {}
     results[r.scenario][r.metric.name] = { bare: orNull(r.bare), broker: orNull(r.broker), ratio: orNull(r.ratio), lowerIsBetter: r.metric.lowerIsBetter }
   }
-  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, notes, errors })}\n`)
+  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, notes, errors })}\n`)
   return errors.length === 0 ? 0 : 1
 }
 

@@ -34,30 +34,43 @@ const SETTLE_MS = 1000
 
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
-async function setupAll (ctx: Context, roles: Role[]): Promise<void> {
-  await Promise.all(ctx.workers.map(async (w, i) => {
-    w.send({ type: 'setup', port: ctx.server.port, role: roles[i] })
+/** Sends each worker its role against its port (one per worker) and waits until all have connected and subscribed. */
+async function setupOn (workers: Worker[], ports: number[], roles: Role[]): Promise<void> {
+  await Promise.all(workers.map(async (w, i) => {
+    w.send({ type: 'setup', port: ports[i], role: roles[i] })
     await w.next('ready', SETUP_TIMEOUT_MS)
   }))
 }
 
-/** Sets the workers up, runs the load for ctx.seconds and returns what each counted after the warm-up. */
-async function timed (ctx: Context, roles: Role[]): Promise<WorkerResult[]> {
-  await setupAll(ctx, roles)
-  const totalMs = ctx.seconds * 1000
+async function setupAll (ctx: Context, roles: Role[]): Promise<void> {
+  await setupOn(ctx.workers, ctx.workers.map(() => ctx.server.port), roles)
+}
+
+/**
+ * Sets the workers up, waits settleMs, runs the load for `seconds` and returns
+ * what each counted after the warm-up.
+ */
+export async function timedOn (workers: Worker[], ports: number[], roles: Role[], seconds: number, settleMs = 0): Promise<WorkerResult[]> {
+  await setupOn(workers, ports, roles)
+  if (settleMs > 0) await sleep(settleMs)
+  const totalMs = seconds * 1000
   const warmupMs = Math.min(1000, totalMs * 0.2)
   const measureMs = totalMs - warmupMs
-  for (const w of ctx.workers) w.send({ type: 'go', warmupMs, measureMs })
-  const replies = await Promise.all(ctx.workers.map(async (w) => await w.next('result', totalMs + RESULT_SLACK_MS)))
+  for (const w of workers) w.send({ type: 'go', warmupMs, measureMs })
+  const replies = await Promise.all(workers.map(async (w) => await w.next('result', totalMs + RESULT_SLACK_MS)))
   return replies.map((r) => r.result)
 }
 
+async function timed (ctx: Context, roles: Role[]): Promise<WorkerResult[]> {
+  return await timedOn(ctx.workers, ctx.workers.map(() => ctx.server.port), roles, ctx.seconds)
+}
+
 /** Sum over workers of received per second, each over its own measured window. */
-function receivedPerSecond (results: WorkerResult[]): number {
+export function receivedPerSecond (results: WorkerResult[]): number {
   return results.reduce((sum, r) => sum + (r.elapsedMs > 0 ? r.received / (r.elapsedMs / 1000) : 0), 0)
 }
 
-const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i)
+export const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i)
 
 const rate = (name: string): Metric => ({ name, decimals: 0, lowerIsBetter: false })
 

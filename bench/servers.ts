@@ -1,11 +1,12 @@
-// Starts and stops the two measured servers as child processes, reads their
+// Starts and stops the measured servers (bare Aedes, broker nodes, and the
+// redis-server of the cluster section) as child processes, reads their
 // resident memory, and keeps the list of every child the runner started so
 // that none outlives it.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export type ServerKind = 'bare' | 'broker'
@@ -45,6 +46,19 @@ export async function freePort (): Promise<number> {
   })
 }
 
+/** Whether an executable of that name is on PATH. */
+export function onPath (command: string): boolean {
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
+    if (dir === '') return false
+    try {
+      accessSync(join(dir, command), constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  })
+}
+
 /** Resident memory of a process in KiB (VmRSS of /proc/<pid>/status). */
 export function rssKiB (pid: number): number {
   const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -52,8 +66,17 @@ export function rssKiB (pid: number): number {
   return Number(match[1])
 }
 
+export interface NodeOptions {
+  /** For messages, e.g. `cluster node a`; default `broker`. */
+  label?: string
+  /** `--node-name` */
+  nodeName?: string
+  /** Extra `--set key=value` settings, after the defaults. */
+  settings?: Record<string, string>
+}
+
 export class Server {
-  readonly kind: ServerKind
+  readonly label: string
   readonly port: number
   readonly child: ChildProcess
   /** Rejects if the process ends before stop() is called. */
@@ -65,27 +88,32 @@ export class Server {
   private output = ''
   private stopping = false
 
-  private constructor (kind: ServerKind, port: number, child: ChildProcess, dataDir: string | null) {
-    this.kind = kind
+  private constructor (label: string, port: number, child: ChildProcess, dataDir: string | null) {
+    this.label = label
     this.port = port
     this.child = child
     this.dataDir = dataDir
     const keep = (chunk: Buffer): void => { this.output = (this.output + chunk.toString()).slice(-4000) }
     child.stdout?.on('data', keep)
     child.stderr?.on('data', keep)
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()))
+    this.exited = new Promise((resolve) => {
+      child.once('exit', () => resolve())
+      child.once('error', () => { if (child.pid === undefined) resolve() })
+    })
     this.died = new Promise<never>((_resolve, reject) => {
       child.once('exit', (code, signal) => {
         if (this.stopping) return
         this.deathError = new Error(`${this.label} exited unexpectedly (${signal ?? `code ${code}`})${this.tail()}`)
         reject(this.deathError)
       })
+      // e.g. the command could not be started at all
+      child.once('error', (err) => {
+        if (this.stopping) return
+        this.deathError ??= new Error(`${this.label}: ${err.message}`)
+        reject(this.deathError)
+      })
     })
     this.died.catch(() => { /* observed by whoever races it */ })
-  }
-
-  get label (): string {
-    return this.kind === 'bare' ? 'bare aedes' : 'broker'
   }
 
   get pid (): number {
@@ -93,27 +121,41 @@ export class Server {
     return this.child.pid
   }
 
-  static async start (kind: ServerKind): Promise<Server> {
+  /** Bare Aedes, or a broker node in a fresh data dir with no plugin loaded. */
+  static async start (kind: ServerKind, options: NodeOptions = {}): Promise<Server> {
     const port = await freePort()
-    let dataDir: string | null = null
-    let args: string[]
-    if (kind === 'bare') {
-      args = [join(ROOT, 'dist', 'bench', 'bare-aedes.js'), String(port)]
-    } else {
-      dataDir = mkdtempSync(join(tmpdir(), 'bench-broker-'))
-      tempDirs.add(dataDir)
-      args = [join(ROOT, 'bin', 'broker'), '--data-dir', dataDir,
-        '--set', `listener.tcp.external=127.0.0.1:${port}`,
-        '--set', 'listener.ssl.external=off',
-        '--set', 'listener.ws.external=off',
-        '--set', 'listener.wss.external=off',
-        '--set', 'log.console.level=error',
-        '--set', 'listener.tcp.external.max_conn_rate=0',
-        '--set', 'zone.external.max_subscriptions=0']
+    if (kind === 'bare') return await Server.launch('bare aedes', port, process.execPath, [join(ROOT, 'dist', 'bench', 'bare-aedes.js'), String(port)], null)
+    const dataDir = newTempDir('bench-broker-')
+    // A new install would load broker_management, whose HTTP listener takes port 8080: no plugin at all.
+    writeFileSync(join(dataDir, 'loaded_plugins'), '')
+    const settings: Record<string, string> = {
+      'listener.tcp.external': `127.0.0.1:${port}`,
+      'listener.ssl.external': 'off',
+      'listener.ws.external': 'off',
+      'listener.wss.external': 'off',
+      'log.console.level': 'error',
+      'listener.tcp.external.max_conn_rate': '0',
+      'zone.external.max_subscriptions': '0',
+      ...options.settings
     }
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    const args = [join(ROOT, 'bin', 'broker'), '--data-dir', dataDir]
+    if (options.nodeName !== undefined) args.push('--node-name', options.nodeName)
+    for (const [key, value] of Object.entries(settings)) args.push('--set', `${key}=${value}`)
+    return await Server.launch(options.label ?? 'broker', port, process.execPath, args, dataDir)
+  }
+
+  /** redis-server on 127.0.0.1, a free port and a temp dir, never writing a snapshot. Check onPath('redis-server') first. */
+  static async startRedis (): Promise<Server> {
+    const port = await freePort()
+    const dir = newTempDir('bench-redis-')
+    return await Server.launch('redis-server', port, 'redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir,
+      '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no', '--logfile', ''], dir)
+  }
+
+  private static async launch (label: string, port: number, command: string, args: string[], dataDir: string | null): Promise<Server> {
+    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
     track(child)
-    const server = new Server(kind, port, child, dataDir)
+    const server = new Server(label, port, child, dataDir)
     try {
       await Promise.race([server.waitReady(), server.died])
     } catch (err) {
@@ -151,6 +193,12 @@ export class Server {
     }
     throw new Error(`${this.label} did not accept connections on port ${this.port} within ${READY_TIMEOUT_MS / 1000} s${this.tail()}`)
   }
+}
+
+function newTempDir (prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  tempDirs.add(dir)
+  return dir
 }
 
 async function accepts (port: number): Promise<boolean> {

@@ -6,6 +6,10 @@ import type { FromWorker, Role, ToWorker, WorkerResult } from './protocol.js'
 const PAYLOAD = Buffer.alloc(16, 0x61)
 /** Publishes per socket.write; writing each 30-byte packet alone would cost the client a syscall per message. */
 const FAN_IN_BATCH = 50
+/** fan-in with a window: how often the subscriber reports its count, and publishers waiting on the window retry. */
+const FAN_IN_PROGRESS_MS = 5
+/** fan-in with a window: no delivery for this long while the window is full counts the outstanding messages as lost. */
+const FAN_IN_STALL_MS = 500
 const FAN_OUT_BURST = 50
 /** fan-out: most messages the publisher may be ahead of the slowest subscriber. */
 const FAN_OUT_WINDOW = 500
@@ -77,9 +81,32 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     client: await connect(port, `bench-fi-pub-${n}-${process.pid}`),
     batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH)
   })))
+  const window = role.window ?? Infinity
+  let peerReceived = 0
+  /** Messages given up on: QoS 0 may be dropped, and the window must not wait for them forever. */
+  let lost = 0
+  let lastProgressAt = performance.now()
+  const received = (): number => role.subscriber ? counts.received : peerReceived
+  const open = (): boolean => {
+    if (counts.sent - lost - received() < window) return true
+    if (performance.now() - lastProgressAt > FAN_IN_STALL_MS) {
+      lost = counts.sent - received()
+      lastProgressAt = performance.now()
+      return true
+    }
+    return false
+  }
+  const waiting: Array<() => void> = []
+  const wake = (): void => {
+    for (const resume of waiting.splice(0)) resume()
+  }
   let running = false
   const pump = (client: RawClient, batch: Buffer): void => {
     for (let i = 0; i < WRITES_PER_TURN && running; i++) {
+      if (!open()) {
+        waiting.push(() => pump(client, batch))
+        return
+      }
       counts.sent += FAN_IN_BATCH
       if (!client.write(batch)) {
         client.socket.once('drain', () => pump(client, batch))
@@ -89,10 +116,30 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     if (running) setImmediate(() => pump(client, batch))
   }
   return {
+    peer: (n) => {
+      if (n !== peerReceived) lastProgressAt = performance.now()
+      peerReceived = n
+      wake()
+    },
     run: async (warmupMs, measureMs) => {
       running = true
+      const timers: NodeJS.Timeout[] = []
+      if (role.window !== undefined) {
+        // The subscriber reports to the other worker's publishers; publishers waiting on the window retry.
+        if (role.subscriber && pubs.length === 0) timers.push(setInterval(() => post({ type: 'progress', received: counts.received }), FAN_IN_PROGRESS_MS))
+        let seen = counts.received
+        timers.push(setInterval(() => {
+          if (counts.received !== seen) lastProgressAt = performance.now()
+          seen = counts.received
+          wake()
+        }, FAN_IN_PROGRESS_MS))
+      }
       for (const p of pubs) pump(p.client, p.batch)
-      return await measure(counts, warmupMs, measureMs, () => { running = false })
+      return await measure(counts, warmupMs, measureMs, () => {
+        running = false
+        for (const t of timers) clearInterval(t)
+        wake()
+      })
     }
   }
 }
