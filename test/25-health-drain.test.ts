@@ -183,6 +183,8 @@ t.test('/status through start, drain and stop (in process, broker_management)', 
   const progress = await api(http, 'GET', `/api/v3/nodes/${node}/drain`)
   t.match(progress, { status: 200, body: { state: 'drained', disconnected: 1, remaining: 0 } }, 'GET /api/v3/nodes/:node/drain')
   t.match(await api(http, 'PUT', `/api/v3/nodes/${node}/drain`, { rate: 0 }), { status: 400 }, 'a rate below 1 is refused')
+  t.match(await api(http, 'PUT', `/api/v3/nodes/${node}/drain`), { status: 200, body: { state: 'drained' } }, 'no body: the default rate; a second drain changes nothing')
+  t.match(await api(http, 'PUT', '/api/v3/nodes/other@host/drain'), { status: 404 }, 'another node')
   const brokers = await api(http, 'GET', `/api/v3/brokers/${node}`)
   t.match(brokers, { status: 200, body: { node_status: 'Running' } }, 'node_status stays EMQ X\'s Running (the drain shows in /status and /drain)')
 
