@@ -2,10 +2,8 @@
 // queries (EMQ X 3.x emqx_auth_mysql). See README.md.
 import mysql from 'mysql2/promise'
 import { BackendGuard } from '../../lib/access/backend/guard.js'
-import { backendAclChecker, backendAuthenticator } from '../../lib/access/backend/handlers.js'
-import { passwordChecker } from '../../lib/access/backend/password.js'
 import { serverText } from '../../lib/access/backend/settings.js'
-import { sqlBackend } from '../../lib/access/backend/sql.js'
+import { addSqlHooks } from '../../lib/access/backend/sql.js'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { schema, type AuthMysqlConfig } from './settings.js'
 
@@ -53,23 +51,12 @@ export default definePlugin<AuthMysqlConfig>({
       const [rows] = await connections.execute({ sql, timeout, rowsAsArray: true }, params)
       return Array.isArray(rows) ? rows as unknown[][] : []
     }
-    const backend = sqlBackend({
-      auth: config['auth.mysql.auth_query'],
-      superuser: config['auth.mysql.super_query'],
-      acl: config['auth.mysql.acl_query']
+    const backend = addSqlHooks(ctx, guard, {
+      texts: { auth: config['auth.mysql.auth_query'], superuser: config['auth.mysql.super_query'], acl: config['auth.mysql.acl_query'] },
+      passwordHash: config['auth.mysql.password_hash'],
+      unavailableAuth: config['auth.mysql.unavailable.auth'],
+      unavailableAcl: config['auth.mysql.unavailable.acl']
     }, () => '?', run)
-    ctx.hooks.add('client.authenticate', backendAuthenticator({
-      guard,
-      checkPassword: passwordChecker(config['auth.mysql.password_hash']),
-      queries: backend.queries,
-      unavailable: config['auth.mysql.unavailable.auth'],
-      logger: ctx.logger
-    }))
-    if (backend.aclRules !== undefined) {
-      ctx.hooks.add('client.check_acl', backendAclChecker({ guard, rules: backend.aclRules, unavailable: config['auth.mysql.unavailable.acl'], logger: ctx.logger }))
-    }
-    // tells an outage at load (log and alarm) instead of at the first CONNECT
-    void guard.run(async () => await connections.query('select 1'))
     ctx.logger.info({ server: serverText(server), database: config['auth.mysql.database'], acl: backend.aclRules !== undefined }, 'MySQL authentication ready')
   },
   async unload () {

@@ -5,10 +5,8 @@ import { isAbsolute, join } from 'node:path'
 import type { ConnectionOptions } from 'node:tls'
 import pg from 'pg'
 import { BackendGuard } from '../../lib/access/backend/guard.js'
-import { backendAclChecker, backendAuthenticator } from '../../lib/access/backend/handlers.js'
-import { passwordChecker } from '../../lib/access/backend/password.js'
 import { serverText } from '../../lib/access/backend/settings.js'
-import { sqlBackend } from '../../lib/access/backend/sql.js'
+import { addSqlHooks } from '../../lib/access/backend/sql.js'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { schema, type AuthPgsqlConfig } from './settings.js'
 
@@ -68,23 +66,12 @@ export default definePlugin<AuthPgsqlConfig>({
       const result = await connections.query<unknown[]>({ text, values: params, rowMode: 'array' })
       return result.rows
     }
-    const backend = sqlBackend({
-      auth: config['auth.pgsql.auth_query'],
-      superuser: config['auth.pgsql.super_query'],
-      acl: config['auth.pgsql.acl_query']
+    const backend = addSqlHooks(ctx, guard, {
+      texts: { auth: config['auth.pgsql.auth_query'], superuser: config['auth.pgsql.super_query'], acl: config['auth.pgsql.acl_query'] },
+      passwordHash: config['auth.pgsql.password_hash'],
+      unavailableAuth: config['auth.pgsql.unavailable.auth'],
+      unavailableAcl: config['auth.pgsql.unavailable.acl']
     }, (index) => `$${index}`, run)
-    ctx.hooks.add('client.authenticate', backendAuthenticator({
-      guard,
-      checkPassword: passwordChecker(config['auth.pgsql.password_hash']),
-      queries: backend.queries,
-      unavailable: config['auth.pgsql.unavailable.auth'],
-      logger: ctx.logger
-    }))
-    if (backend.aclRules !== undefined) {
-      ctx.hooks.add('client.check_acl', backendAclChecker({ guard, rules: backend.aclRules, unavailable: config['auth.pgsql.unavailable.acl'], logger: ctx.logger }))
-    }
-    // tells an outage at load (log and alarm) instead of at the first CONNECT
-    void guard.run(async () => await connections.query('select 1'))
     ctx.logger.info({ server: serverText(server), database: config['auth.pgsql.database'], acl: backend.aclRules !== undefined }, 'PostgreSQL authentication ready')
   },
   async unload () {

@@ -3,8 +3,12 @@
 // truthy column; ACL → allow, ipaddr, username, clientid, access, topic.
 // Placeholders are bound parameters (see placeholders.ts).
 import { aclRuleOfRow, type AclRule } from './acl-rules.js'
-import { isTrue, type BackendQueries, type StoredUser } from './handlers.js'
+import type { PluginContext } from '../../plugins/contract.js'
+import type { BackendGuard } from './guard.js'
+import { backendAclChecker, backendAuthenticator, isTrue, type BackendQueries, type StoredUser } from './handlers.js'
+import { passwordChecker } from './password.js'
 import { sqlWithParameters, type QueryValues } from './placeholders.js'
+import type { UnavailableAcl, UnavailableAuth } from './settings.js'
 
 /** Runs one parameterised statement; resolves with the rows as arrays of column values. */
 export type SqlRunner = (text: string, params: Array<string | null>) => Promise<unknown[][]>
@@ -54,4 +58,30 @@ export function sqlBackend (texts: SqlQueryTexts, marker: (index: number) => str
     return rules
   }
   return { queries, aclRules }
+}
+
+/** The settings an SQL plugin's hooks read, under its prefix (`auth.mysql`, `auth.pgsql`). */
+export interface SqlHookSettings {
+  texts: SqlQueryTexts
+  passwordHash: string
+  unavailableAuth: UnavailableAuth
+  unavailableAcl: UnavailableAcl
+}
+
+/** Adds the auth hook (and the ACL hook when there is an ACL query) of an SQL plugin, and says at load whether the server answers. */
+export function addSqlHooks (ctx: PluginContext<unknown>, guard: BackendGuard, settings: SqlHookSettings, marker: (index: number) => string, run: SqlRunner): SqlBackend {
+  const backend = sqlBackend(settings.texts, marker, run)
+  ctx.hooks.add('client.authenticate', backendAuthenticator({
+    guard,
+    checkPassword: passwordChecker(settings.passwordHash),
+    queries: backend.queries,
+    unavailable: settings.unavailableAuth,
+    logger: ctx.logger
+  }))
+  if (backend.aclRules !== undefined) {
+    ctx.hooks.add('client.check_acl', backendAclChecker({ guard, rules: backend.aclRules, unavailable: settings.unavailableAcl, logger: ctx.logger }))
+  }
+  // tells an outage at load (log and alarm) instead of at the first CONNECT
+  void guard.run(async () => await run('select 1', []))
+  return backend
 }
