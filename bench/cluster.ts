@@ -23,6 +23,8 @@ export const SETUPS: Array<{ key: Setup, title: string }> = [
 export interface ClusterResults {
   /** msg/s received by the subscriber; null when that setup failed or the section was skipped. */
   'msg/s': Record<Setup, number | null>
+  /** msg/s the publishers wrote in the same window; far above msg/s when the window stalled (see README). */
+  'sent/s': Record<Setup, number | null>
   /** msg/s of (2) and (3) divided by that of (1). */
   ratio: { 'cluster/single': number | null, 'crossNode/single': number | null }
   /** Why the section did not run (no redis-server), else null. */
@@ -72,7 +74,7 @@ async function startNodes (specs: Array<Parameters<typeof Server.start>[1]>): Pr
 }
 
 /** The subscriber on nodes[0], the publishers on the last node; msg/s received by the subscriber. */
-async function measure (nodes: Server[], redis: Server | null, seconds: number): Promise<number> {
+async function measure (nodes: Server[], redis: Server | null, seconds: number): Promise<{ received: number, sent: number }> {
   const servers = redis === null ? nodes : [...nodes, redis]
   const workers = [new Worker(0), new Worker(1)]
   workers[0].onProgress = (received) => workers[1].send({ type: 'peer', received })
@@ -82,8 +84,7 @@ async function measure (nodes: Server[], redis: Server | null, seconds: number):
     const rate = receivedPerSecond(results)
     if (rate === 0) throw new Error('the subscriber received no message')
     const sent = results[1].elapsedMs > 0 ? results[1].sent / (results[1].elapsedMs / 1000) : 0
-    process.stderr.write(`(publishers sent ${sent.toFixed(0)} msg/s) `)
-    return rate
+    return { received: rate, sent }
   } catch (err) {
     // Clients notice a dead server before the runner sees it exit: blame the server, not them.
     await sleep(200)
@@ -94,7 +95,7 @@ async function measure (nodes: Server[], redis: Server | null, seconds: number):
   }
 }
 
-async function runSetup (key: Setup, redis: Server | null, seconds: number): Promise<number> {
+async function runSetup (key: Setup, redis: Server | null, seconds: number): Promise<{ received: number, sent: number }> {
   if (key === 'single') return await measure(await startNodes([{ label: 'broker (one node)' }]), null, seconds)
   if (redis === null) throw new Error('no redis-server')
   const settings = clusterSettings(redis)
@@ -110,6 +111,7 @@ async function runSetup (key: Setup, redis: Server | null, seconds: number): Pro
 export async function runClusterSection (seconds: number, note: (text: string) => void, errors: string[]): Promise<ClusterResults> {
   const results: ClusterResults = {
     'msg/s': { single: null, cluster: null, crossNode: null },
+    'sent/s': { single: null, cluster: null, crossNode: null },
     ratio: { 'cluster/single': null, 'crossNode/single': null },
     skipped: null
   }
@@ -136,9 +138,10 @@ export async function runClusterSection (seconds: number, note: (text: string) =
         continue
       }
       try {
-        const rate = await runSetup(key, redis, seconds)
-        results['msg/s'][key] = rate
-        process.stderr.write(`${rate.toFixed(0)} msg/s\n`)
+        const { received, sent } = await runSetup(key, redis, seconds)
+        results['msg/s'][key] = received
+        results['sent/s'][key] = sent
+        process.stderr.write(`${received.toFixed(0)} msg/s (publishers sent ${sent.toFixed(0)} msg/s)\n`)
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err)
         process.stderr.write(`failed: ${message}\n`)

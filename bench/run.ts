@@ -79,19 +79,20 @@ function printTable (rows: Row[]): void {
 
 function printCluster (seconds: number, cluster: ClusterResults): void {
   process.stdout.write(`\n${CLUSTER_SECTION}: 10 QoS 0 publishers -> 1 subscriber on bench/in/#, ${seconds} s per setup\n\n`)
-  const lines = [['setup', 'msg/s', 'ratio']]
+  const lines = [['setup', 'msg/s', 'ratio', 'sent msg/s']]
   const single = cluster['msg/s'].single
   for (const { key, title } of SETUPS) {
     const value = cluster['msg/s'][key] ?? undefined
     const ratio = value === undefined || single === null || single === 0 ? undefined : value / single
-    lines.push([title, format(value, 0), format(ratio, 2)])
+    lines.push([title, format(value, 0), format(ratio, 2), format(cluster['sent/s'][key] ?? undefined, 0)])
   }
   const widths = lines[0].map((_, c) => Math.max(...lines.map((l) => l[c].length)))
   for (const l of lines) {
     process.stdout.write(l.map((cell, c) => c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join('   ') + '\n')
   }
   process.stdout.write('\nratio = msg/s / msg/s of (1); below 1 = slower than one node on its embedded store. ' +
-    '(2): one node with its store and messages on Redis; (3): subscriber on node a, publishers on node b, every message through Redis pub/sub.\n')
+    '(2): one node with its store and messages on Redis; (3): subscriber on node a, publishers on node b, every message through Redis pub/sub. ' +
+    'sent msg/s well above msg/s: deliveries stalled and the publishers\' window was reset (see bench/README.md).\n')
 }
 
 async function main (): Promise<number> {
