@@ -121,3 +121,18 @@ export function followLevel (config: ConfigEvents, logger: Logger): () => void {
   config.on('change', onChange)
   return () => { config.off('change', onChange) }
 }
+
+/**
+ * A child logger that keeps following its parent's level (pino children keep
+ * the level they were made with): what plugins get, so a run-time level change
+ * reaches their lines too. `release` stops the following.
+ */
+export function followingChild (parent: Logger, bindings: Record<string, unknown>): { logger: Logger, release: () => void } {
+  const child = parent.child(bindings)
+  // pino tells every listener of the family, with the logger whose level changed last
+  const follow = (label: string, _value: number, _previous: string, _previousValue: number, changed?: Logger): void => {
+    if (changed === undefined || changed === parent) child.level = label
+  }
+  parent.on('level-change', follow)
+  return { logger: child, release: () => { parent.off('level-change', follow) } }
+}

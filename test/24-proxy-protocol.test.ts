@@ -5,11 +5,10 @@
 // valid header is closed before any MQTT is read.
 import { once } from 'node:events'
 import { rm, writeFile } from 'node:fs/promises'
-import { connect as netConnect, type Socket } from 'node:net'
+import { connect as netConnect } from 'node:net'
 import { join } from 'node:path'
-import type { Duplex } from 'node:stream'
 import { connect as tlsConnect } from 'node:tls'
-import mqttPacket, { type IConnackPacket, type IConnectPacket, type IPubackPacket, type IPublishPacket, type Packet } from 'mqtt-packet'
+import type { IConnectPacket, IPubackPacket, IPublishPacket } from 'mqtt-packet'
 import t from 'tap'
 import { startApiNode, type ApiNode } from '../plugins/broker_management/test/api.js'
 import { startAuthServer, type AuthServer } from '../plugins/broker_auth_http/test/server.js'
@@ -17,6 +16,7 @@ import { engineClient } from '../lib/engine/internals.js'
 import { connInfo } from '../lib/listeners/conn-info.js'
 import { startBroker, tempDir } from './helpers/broker.js'
 import { closeAll, connect } from './helpers/mqtt.js'
+import { RawClient } from './helpers/raw-client.js'
 
 const NODE = 'broker@127.0.0.1'
 const SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a])
@@ -50,29 +50,10 @@ function ipv6Bytes (text: string): Buffer {
 
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
-/** A raw MQTT client over any byte stream (TCP or TLS), written after whatever header the test sends. */
-class Wire {
-  readonly packets: Packet[] = []
-  closed = false
-  readonly #waiters: Array<() => void> = []
-
-  constructor (readonly stream: Duplex, readonly socket: Socket, readonly version: 4 | 5 = 5) {
-    const parser = mqttPacket.parser({ protocolVersion: version })
-    parser.on('packet', (packet: Packet) => {
-      this.packets.push(packet)
-      this.#wake()
-    })
-    parser.on('error', () => stream.destroy())
-    stream.on('data', (data: Buffer) => parser.parse(data))
-    stream.on('error', () => {})
-    stream.on('close', () => {
-      this.closed = true
-      this.#wake()
-    })
-  }
-
+/** A raw MQTT 5 client (test/helpers/raw-client.ts) over TCP or TLS, after whatever header the test sends. */
+const Wire = {
   /** Opens TCP, writes the header (each part as its own segment, a pause between) and returns the client. */
-  static async tcp (port: number, header: Buffer | Buffer[] = []): Promise<Wire> {
+  async tcp (port: number, header: Buffer | Buffer[] = []): Promise<RawClient> {
     const socket = netConnect(port, '127.0.0.1')
     socket.setNoDelay(true)
     socket.on('error', () => {})
@@ -82,59 +63,18 @@ class Wire {
       if (i > 0) await sleep(30)
       socket.write(part)
     }
-    return new Wire(socket, socket)
-  }
+    return RawClient.over(socket, 5)
+  },
 
   /** Opens TCP, writes the header, then runs the TLS handshake over the same connection. */
-  static async tls (port: number, header: Buffer): Promise<Wire> {
+  async tls (port: number, header: Buffer): Promise<RawClient> {
     const socket = netConnect(port, '127.0.0.1')
     socket.on('error', () => {})
     await once(socket, 'connect')
     socket.write(header)
     const secure = tlsConnect({ socket, rejectUnauthorized: false })
     await once(secure, 'secureConnect')
-    return new Wire(secure, socket)
-  }
-
-  send (packet: Packet): void {
-    this.stream.write(mqttPacket.generate(packet, { protocolVersion: this.version }))
-  }
-
-  async connect (clientId: string, username = 'u'): Promise<IConnackPacket> {
-    this.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: this.version, clean: true, keepalive: 60, clientId, username } as IConnectPacket)
-    return await this.next('connack') as IConnackPacket
-  }
-
-  async next (cmd: Packet['cmd'], timeoutMs = 5000): Promise<Packet> {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const index = this.packets.findIndex((p) => p.cmd === cmd)
-      if (index >= 0) return this.packets.splice(index, 1)[0]
-      if (this.closed) throw new Error(`connection closed while waiting for ${cmd}`)
-      const left = deadline - Date.now()
-      if (left <= 0) throw new Error(`timed out waiting for ${cmd}`)
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left)
-        this.#waiters.push(() => { clearTimeout(timer); resolve() })
-      })
-    }
-  }
-
-  /** Resolves true when the broker closes the connection within `timeoutMs`. */
-  async waitClosed (timeoutMs = 5000): Promise<boolean> {
-    if (this.closed) return true
-    const closed = once(this.stream, 'close').then(() => true)
-    const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref())
-    return await Promise.race([closed, timeout])
-  }
-
-  end (): void {
-    this.stream.destroy()
-    this.socket.destroy()
-  }
-
-  #wake (): void {
-    for (const wake of this.#waiters.splice(0)) wake()
+    return RawClient.over(secure, 5)
   }
 }
 
@@ -183,7 +123,7 @@ const gate = (protocol: string): { proxyRefused: number } => api.broker.node.lis
 t.test('PROXY v1 and v2 headers set the address the API, HTTP auth (%a) and $SYS presence see', async (t) => {
   const watcher = await Wire.tcp(tcpPort(), v2())
   t.teardown(() => watcher.end())
-  t.equal((await watcher.connect('watcher')).reasonCode, 0, 'a LOCAL header (health check form) connects')
+  t.equal((await watcher.connect({ clientId: 'watcher', username: 'u' })).reasonCode, 0, 'a LOCAL header (health check form) connects')
   watcher.send({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: `$SYS/brokers/${NODE}/clients/+/connected`, qos: 0 }] })
   await watcher.next('suback')
 
@@ -196,7 +136,7 @@ t.test('PROXY v1 and v2 headers set the address the API, HTTP auth (%a) and $SYS
   for (const [clientId, header, address, port] of cases) {
     const wire = await Wire.tcp(tcpPort(), header)
     t.teardown(() => wire.end())
-    t.equal((await wire.connect(clientId)).reasonCode, 0, `${clientId} connects`)
+    t.equal((await wire.connect({ clientId: clientId, username: 'u' })).reasonCode, 0, `${clientId} connects`)
     t.match(await connection(clientId), { client_id: clientId, ipaddress: address, port }, `${clientId}: the API shows the header's address and port`)
     t.equal(authAddress(clientId), address, `${clientId}: HTTP auth %a`)
     const notice = await watcher.next('publish') as IPublishPacket
@@ -206,11 +146,11 @@ t.test('PROXY v1 and v2 headers set the address the API, HTTP auth (%a) and $SYS
 
   const local = await Wire.tcp(tcpPort(), v2())
   t.teardown(() => local.end())
-  await local.connect('pp-local')
+  await local.connect({ clientId: 'pp-local', username: 'u' })
   t.match(await connection('pp-local'), { ipaddress: '127.0.0.1', port: local.socket.localPort }, 'LOCAL keeps the socket address')
   const unknown = await Wire.tcp(tcpPort(), Buffer.from('PROXY UNKNOWN\r\n'))
   t.teardown(() => unknown.end())
-  await unknown.connect('pp-unknown')
+  await unknown.connect({ clientId: 'pp-unknown', username: 'u' })
   t.match(await connection('pp-unknown'), { ipaddress: '127.0.0.1', port: unknown.socket.localPort }, 'v1 UNKNOWN keeps the socket address')
 })
 
@@ -218,7 +158,7 @@ t.test('an ACL ipaddr rule applies to the proxied address, not to the load balan
   const publishAck = async (address: string, clientId: string): Promise<number> => {
     const wire = await Wire.tcp(tcpPort(), v2(address, 5000))
     t.teardown(() => wire.end())
-    await wire.connect(clientId)
+    await wire.connect({ clientId: clientId, username: 'u' })
     wire.send({ cmd: 'publish', topic: 'data/x', payload: 'p', qos: 1, messageId: 7, retain: false, dup: false } as IPublishPacket)
     return (await wire.next('puback') as IPubackPacket).reasonCode ?? 0
   }
@@ -226,7 +166,7 @@ t.test('an ACL ipaddr rule applies to the proxied address, not to the load balan
   t.equal(await publishAck('198.51.100.50', 'acl-outside'), 0, 'allowed: 198.51.100.50 is not')
   const wire = await Wire.tcp(tcpPort(), v1('203.0.113.51', 5001))
   t.teardown(() => wire.end())
-  await wire.connect('acl-v1')
+  await wire.connect({ clientId: 'acl-v1', username: 'u' })
   wire.send({ cmd: 'publish', topic: 'data/y', payload: 'p', qos: 1, messageId: 8, retain: false, dup: false } as IPublishPacket)
   t.equal((await wire.next('puback') as IPubackPacket).reasonCode, 0x87, 'a v1 header too')
 })
@@ -237,22 +177,22 @@ t.test('a banned ip_address refuses the proxied client (0x8A) and no other', asy
   t.teardown(async () => { await api.broker.node.banned.remove('ip_address', '203.0.113.66') })
   const banned = await Wire.tcp(tcpPort(), v1('203.0.113.66', 1000))
   t.teardown(() => banned.end())
-  t.equal((await banned.connect('ban-1')).reasonCode, 0x8a, 'the banned address')
+  t.equal((await banned.connect({ clientId: 'ban-1', username: 'u' })).reasonCode, 0x8a, 'the banned address')
   const other = await Wire.tcp(tcpPort(), v1('203.0.113.67', 1000))
   t.teardown(() => other.end())
-  t.equal((await other.connect('ban-2')).reasonCode, 0, 'its neighbour, over the same load balancer address')
+  t.equal((await other.connect({ clientId: 'ban-2', username: 'u' })).reasonCode, 0, 'its neighbour, over the same load balancer address')
 })
 
 t.test('a header split across TCP segments works', async (t) => {
   const header = v1('192.0.2.77', 4321)
   const wire = await Wire.tcp(tcpPort(), [header.subarray(0, 5), header.subarray(5, 20), header.subarray(20)])
   t.teardown(() => wire.end())
-  t.equal((await wire.connect('pp-split-v1')).reasonCode, 0)
+  t.equal((await wire.connect({ clientId: 'pp-split-v1', username: 'u' })).reasonCode, 0)
   t.match(await connection('pp-split-v1'), { ipaddress: '192.0.2.77', port: 4321 })
   const binary = v2('192.0.2.78', 4322)
   const wire2 = await Wire.tcp(tcpPort(), [binary.subarray(0, 3), binary.subarray(3, 15), binary.subarray(15)])
   t.teardown(() => wire2.end())
-  t.equal((await wire2.connect('pp-split-v2')).reasonCode, 0)
+  t.equal((await wire2.connect({ clientId: 'pp-split-v2', username: 'u' })).reasonCode, 0)
   t.match(await connection('pp-split-v2'), { ipaddress: '192.0.2.78', port: 4322 })
 })
 
@@ -286,7 +226,7 @@ t.test('TLS: the PROXY header comes before the handshake', async (t) => {
   const sslPort = api.broker.port('ssl')
   const wire = await Wire.tls(sslPort, v2('203.0.113.200', 44444))
   t.teardown(() => wire.end())
-  t.equal((await wire.connect('tls-v2')).reasonCode, 0)
+  t.equal((await wire.connect({ clientId: 'tls-v2', username: 'u' })).reasonCode, 0)
   t.match(await connection('tls-v2'), { ipaddress: '203.0.113.200', port: 44444, peercert: 'undefined' }, 'v2 over TLS')
   wire.send({ cmd: 'publish', topic: 'data/z', payload: 'p', qos: 1, messageId: 9, retain: false, dup: false } as IPublishPacket)
   t.equal((await wire.next('puback') as IPubackPacket).reasonCode, 0x87, 'the ACL rule sees it over TLS too')
@@ -299,9 +239,9 @@ t.test('TLS: the PROXY header comes before the handshake', async (t) => {
   const secure = tlsConnect({ socket, rejectUnauthorized: false })
   process.nextTick(() => socket.uncork())
   await once(secure, 'secureConnect')
-  const together = new Wire(secure, socket)
+  const together = RawClient.over(secure, 5)
   t.teardown(() => together.end())
-  t.equal((await together.connect('tls-v1')).reasonCode, 0)
+  t.equal((await together.connect({ clientId: 'tls-v1', username: 'u' })).reasonCode, 0)
   t.match(await connection('tls-v1'), { ipaddress: '2001:db8::7', port: 555 }, 'v1 sent with the ClientHello')
 
   const before = gate('mqtt:ssl').proxyRefused

@@ -11,7 +11,8 @@ export const REMOTE_METHODS = [
   'connections', 'connection', 'sessions', 'session', 'subscriptions', 'clientSubscriptions', 'routes', 'route', 'listeners',
   'plugins', 'loadPlugin', 'unloadPlugin', 'reloadPlugin', 'pluginSettings', 'setPluginSettings',
   'configs', 'setConfig', 'banned', 'ban', 'unban', 'reloadAcl',
-  'kick', 'cleanAclCache', 'subscribe', 'unsubscribe'
+  'kick', 'cleanAclCache', 'subscribe', 'unsubscribe',
+  'health', 'drain', 'drainStatus'
 ] as const
 
 export type RemoteMethod = typeof REMOTE_METHODS[number]
@@ -28,6 +29,8 @@ export interface Cluster {
   nodes: () => Promise<string[]>
   /** nodes seen since this node started that are gone */
   stopped: () => string[]
+  /** this node's link to the others works (its heartbeat reached Redis lately) */
+  linked: () => boolean
   /** runs on that node; an unknown node is `not_found`, one that does not answer `badrpc` */
   on: <M extends RemoteMethod>(node: string, method: M, ...args: Method<M>['args']) => Promise<Method<M>['result']>
   /** runs on every live node, in node order; the first failure fails it */
@@ -76,6 +79,7 @@ export function singleNodeCluster (service: NodeService, startedAt: number, engi
     members: async () => [self()],
     nodes: async () => [service.name],
     stopped: () => [],
+    linked: () => true,
     on: async (node, method, ...args) => await local(node, method, args) as never,
     all: async (method, ...args) => [{ node: service.name, value: await local(service.name, method, args) as never }],
     each: async (method, ...args) => await settle([service.name], async () => await local(service.name, method, args))
@@ -89,6 +93,7 @@ export function redisCluster (membership: Membership, rpc: ClusterRpc): Cluster 
     members: async () => await membership.members(),
     nodes,
     stopped: () => membership.stopped(),
+    linked: () => membership.linked(),
     on: async (node, method, ...args) => {
       if (!(await nodes()).includes(node)) {
         if (membership.stopped().includes(node)) throw badrpc(node, 'it left the cluster')

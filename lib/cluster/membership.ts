@@ -20,6 +20,7 @@ export class Membership extends EventEmitter {
   #timer: NodeJS.Timeout | undefined
   #known = new Set<string>()
   #records: Member[] = []
+  #lastBeat = 0
   readonly #gone = new Set<string>()
 
   constructor (
@@ -68,6 +69,11 @@ export class Membership extends EventEmitter {
     return this.#known.size === 0 ? [this.self.node] : [...this.#known].sort()
   }
 
+  /** The last heartbeat reached Redis less than three intervals ago. */
+  linked (): boolean {
+    return Date.now() - this.#lastBeat < this.heartbeatMs * 3
+  }
+
   /** The live members as of the last heartbeat. */
   liveMembers (): Member[] {
     return this.#records
@@ -80,6 +86,7 @@ export class Membership extends EventEmitter {
 
   async #beat (): Promise<void> {
     await this.redis.set(this.#key(this.self.node), JSON.stringify(this.self), 'PX', this.heartbeatMs * 3)
+    this.#lastBeat = Date.now()
     this.#records = await this.members()
     const live = new Set(this.#records.map((m) => m.node))
     for (const node of live) {

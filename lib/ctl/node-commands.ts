@@ -276,12 +276,14 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
   log: dispatch({
     'set-level': {
       arity: 1,
+      // every log output, as EMQ X's `log set-level` set every handler
       run: ([level], { service }) => {
-        const item = service.configs().find((c) => c.key === 'log.console.level')!
-        try {
-          service.setConfig(item.app, item.key, level, 'broker_ctl')
-        } catch (err) {
-          throw usageError(`[error] bad log level ${level}: ${(err as Error).message}`)
+        for (const item of service.configs().filter((c) => c.key === 'log.console.level' || c.key === 'log.file.level')) {
+          try {
+            service.setConfig(item.app, item.key, level, 'broker_ctl')
+          } catch (err) {
+            throw usageError(`[error] bad log level ${level}: ${(err as Error).message}`)
+          }
         }
         return output(level, { level })
       }

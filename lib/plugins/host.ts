@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
-import type { Logger } from '../log.js'
+import { followingChild, type Logger } from '../log.js'
 import type { BrokerPlugin, NodeView, PluginAlarm, PluginContext, PluginStore, PublishRequest } from './contract.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
 import { readPluginConfig, validatePluginConfig } from './plugin-config.js'
@@ -53,6 +53,8 @@ export class PluginHost {
   readonly #plugins = new Map<string, BrokerPlugin<unknown>>()
   readonly #namespaces = new Map<string, Record<string, unknown>>()
   readonly #active = new Set<string>()
+  /** each loaded plugin's logger stops following the node's level when it unloads */
+  readonly #loggers = new Map<string, () => void>()
   /** alarm ids each plugin has raised and not cleared */
   readonly #alarms = new Map<string, Set<string>>()
   /** chain order: data/loaded_plugins, then plugins loaded at run time */
@@ -247,18 +249,23 @@ export class PluginHost {
   #release (name: string): void {
     this.options.hooks.removeOwner(name)
     this.options.commands.removeOwner(name)
+    this.#loggers.get(name)?.()
+    this.#loggers.delete(name)
     for (const id of this.#alarms.get(name) ?? []) this.options.alarms.clear(id)
     this.#alarms.delete(name)
   }
 
   #context<C> (name: string, config: C): PluginContext<C> {
     const { hooks, commands, logger, node, publish, store, root, alarms } = this.options
+    this.#loggers.get(name)?.()
+    const { logger: pluginLogger, release } = followingChild(logger, { plugin: name })
+    this.#loggers.set(name, release)
     const raised = this.#alarms.get(name) ?? new Set<string>()
     this.#alarms.set(name, raised)
     return {
       name,
       config,
-      logger: logger.child({ plugin: name }),
+      logger: pluginLogger,
       hooks: { add: (hook, handler, priority) => hooks.add(hook, handler, name, priority) },
       commands: { add: (command) => commands.add(command, name) },
       publish,

@@ -197,9 +197,8 @@ export class NodeService {
    */
   health ({ readiness = false } = {}): Health {
     const more: string[] = []
-    if (readiness) {
-      // cluster mode adds its link check here (e.g. `cluster_unavailable`)
-    }
+    // readiness also asks that a cluster node still reaches the others
+    if (readiness && this.cluster?.enabled === true && !this.cluster.linked()) more.push('cluster_unavailable')
     return healthOf(this.parts.lifecycle.state, { storeAvailable: this.parts.storeAvailable(), more })
   }
 

@@ -96,16 +96,6 @@ async function holder (node: NodeView, method: 'kick' | 'cleanAclCache' | 'subsc
   return await service(async () => await (onHolder as (c: NodeView['cluster'], m: string, ...a: unknown[]) => Promise<boolean>)(node.cluster, method, ...args))
 }
 
-/**
- * An operation on the node named in the path that only runs here for now:
- * another node's drain waits for `drain`/`drainStatus` among the cluster's
- * remote methods (then this becomes `onNode`).
- */
-async function onThisNode<T> (node: NodeView, name: string, operation: () => T | Promise<T>): Promise<T> {
-  if (name !== node.name) throw new ApiError(404, { message: `drain ${name} through its own management API` }, CODE.badRpc)
-  return await service(operation)
-}
-
 const notOnline = (): ApiError => new ApiError(404, { code: CODE.notOnline, message: 'client not online' })
 
 function publicApp ({ secret: _secret, ...app }: App): Omit<App, 'secret'> {
@@ -387,12 +377,12 @@ export const routes: readonly Route[] = [
       const checked = Joi.object({ rate: Joi.number().integer().min(1) }).allow(null).validate(payload)
       if (checked.error !== undefined) throw new ApiError(400, { code: CODE.wrongType, message: checked.error.message })
       const rate = (checked.value as { rate?: number } | null)?.rate
-      return await onThisNode(node, params.node, async () => node.drain(rate))
+      return await onNode(node, params.node, 'drain', rate)
     }
   },
   {
     method: 'GET', path: '/nodes/:node/drain', name: 'drain_status', descr: 'How far the drain of a node is',
-    handler: async ({ params }, { node }) => await onThisNode(node, params.node, () => node.drainStatus())
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'drainStatus')
   },
 
   // --- alarms (§2.18) ---

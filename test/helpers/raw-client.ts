@@ -25,6 +25,11 @@ export class RawClient {
     })
   }
 
+  /** A client over a connected socket (a TLS socket, or one the test already wrote to). */
+  static over (socket: Socket, protocolVersion: 3 | 4 | 5 = 4): RawClient {
+    return new RawClient(socket, protocolVersion)
+  }
+
   static async open (port: number, protocolVersion: 3 | 4 | 5 = 4): Promise<RawClient> {
     const socket = netConnect(port, '127.0.0.1')
     await once(socket, 'connect')
