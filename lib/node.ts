@@ -181,6 +181,8 @@ export class BrokerNode {
       clustering = await joinCluster({ config, backend, service, shared, engineId: engine.id, logger })
       service.cluster = clustering.cluster
       observability.nodeNames = clustering.liveNodes
+      const observed = observability
+      clustering.onMembersChanged(() => observed.sysTopics.brokers())
       const sessionTimers = timers
       clustering.onNodeLeft((left) => {
         sessionTimers.adoptFrom(left).catch((err: Error) => logger.error({ err, node: left }, 'timers of a node that left not taken over'))

@@ -92,6 +92,7 @@ t.test('boot loads data/loaded_plugins in order; list() shows every discovered p
     { name: A, version: '1.0.0', description: `test fixture ${A}`, active: true },
     { name: B, version: '1.0.0', description: `test fixture ${B}`, active: true },
     { name: BROKEN, version: '1.0.0', description: 'a plugin whose load throws', active: false },
+    { name: 'broker_fixture_slow', version: '1.0.0', description: 'a plugin that takes its time to load', active: false },
     { name: 'broker_plugin_template', version: '0.1.0', description: 'Example plugin: publishes a greeting when a client connects', active: false }
   ])
 })

@@ -253,7 +253,7 @@ t.test('every kind of runtime change survives a restart of the node process', as
   await run('banned', 'add', 'client_id', 'pardoned', '1h')
   await run('banned', 'del', 'client_id', 'pardoned')
 
-  t.equal(await overrideText(), HEADER + 'mqtt.allow_anonymous = false\nbroker.sys_interval = 7s\nlog.console.level = debug\n')
+  t.equal(await overrideText(), HEADER + 'mqtt.allow_anonymous = false\nbroker.sys_interval = 7s\nlog.console.level = debug\nlog.file.level = debug\n')
   t.equal(await readFile(join(dataDir, 'plugins', 'broker_plugin_template.conf'), 'utf8'), '# Settings of broker_plugin_template changed at run time (management API), written by the broker.\n' +
     '# They apply over etc/plugins/broker_plugin_template.conf, which is left as the operator wrote it.\ntemplate.greeting_topic = persisted\n')
   t.same(await snapshot(join(root, 'etc')), etc, 'etc/ is as the operator wrote it')

@@ -8,6 +8,7 @@ import type { NodeService } from '../service/node-service.js'
 import { redisCluster, serveRemote, singleNodeCluster, type Cluster } from './cluster.js'
 import { Membership } from './membership.js'
 import { ClusterRpc } from './rpc.js'
+import { quietErrors } from './redis.js'
 import { SharedPlacement } from './shared-placement.js'
 import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
 
@@ -21,6 +22,8 @@ export interface Clustering {
   serverReference: () => string | undefined
   /** the live nodes' names as last seen (for `$SYS/brokers`) */
   liveNodes: () => string[]
+  /** `listener()` whenever the set of live nodes changes */
+  onMembersChanged: (listener: () => void) => void
   /** `listener(node)` when a node leaves the cluster, on one live node only (the first by name) */
   onNodeLeft: (listener: (node: string) => void) => void
 }
@@ -30,14 +33,14 @@ interface JoinOptions { config: Config, backend: Backend, service: NodeService, 
 export async function joinCluster ({ config, backend, service, shared, engineId, logger }: JoinOptions): Promise<Clustering> {
   const startedAt = Date.now()
   if (backend.redis === undefined) {
-    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, serverReference: () => undefined, liveNodes: () => [service.name], onNodeLeft: () => {} }
+    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, serverReference: () => undefined, liveNodes: () => [service.name], onMembersChanged: () => {}, onNodeLeft: () => {} }
   }
   const prefix = config.get('cluster.name')
   const log = logger.child({ cluster: prefix })
-  const rpc = new ClusterRpc(backend.redis, backend.redis.duplicate(), prefix, service.name,
+  const rpc = new ClusterRpc(backend.redis, quietErrors(backend.redis.duplicate()), prefix, service.name,
     async (method, args) => await serveRemote(service, method, args), config.get('cluster.rpc_timeout'), log)
   await rpc.start()
-  const placement = new SharedPlacement(backend.redis, backend.redis.duplicate(), prefix, service.name, log)
+  const placement = new SharedPlacement(backend.redis, quietErrors(backend.redis.duplicate()), prefix, service.name, log)
   await placement.start()
   shared.placement = placement
   const membership = new Membership(backend.redis, prefix, { node: service.name, status: 'Running', started_at: startedAt, engine_id: engineId },
@@ -56,6 +59,7 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
     },
     serverReference: () => membership.liveMembers().find((m) => m.node !== service.name && m.address !== undefined)?.address,
     liveNodes: () => membership.live(),
+    onMembersChanged: (listener) => { membership.on('changed', listener) },
     onNodeLeft: (listener) => {
       membership.on('nodedown', (node: string) => {
         membership.members().then((members) => {

@@ -103,6 +103,8 @@ export class Membership extends EventEmitter {
         this.emit('nodedown', node)
       }
     }
+    const changed = live.size !== this.#known.size || [...live].some((node) => !this.#known.has(node))
     this.#known = live
+    if (changed) this.emit('changed')
   }
 }

@@ -25,6 +25,12 @@ export function redisOptions (config: Config): RedisOptions {
   return { ...common, ...hostPort(servers[0] ?? '127.0.0.1:6379') }
 }
 
+/** Its errors (Redis down, restarting) are not unhandled: ioredis reconnects by itself, the node's health reports the outage. */
+export function quietErrors (redis: Redis): Redis {
+  redis.on('error', () => {})
+  return redis
+}
+
 export function connectRedis (config: Config, extra: RedisOptions = {}): Redis {
-  return new Redis({ ...redisOptions(config), ...extra })
+  return quietErrors(new Redis({ ...redisOptions(config), ...extra }))
 }

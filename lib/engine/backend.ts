@@ -52,6 +52,16 @@ function withStreams (persistence: AedesPersistence): AedesPersistence {
   return persistence
 }
 
+/**
+ * mqemitter-redis passes its connections' errors on as `error` on `state`;
+ * unheard, one refused reconnect while Redis restarts would end the process.
+ * ioredis reconnects by itself; the node's health reports the outage.
+ */
+function quietBus (mq: MQEmitter): MQEmitter {
+  (mq as unknown as { state: NodeJS.EventEmitter }).state.on('error', () => {})
+  return mq
+}
+
 export async function openBackend (config: Config, dataDir: string): Promise<Backend> {
   const { db, persistence } = await openStore(dataDir)
   if (config.get('cluster.discovery') !== 'redis') {
@@ -71,7 +81,7 @@ export async function openBackend (config: Config, dataDir: string): Promise<Bac
   return {
     db,
     persistence: withStreams(new AsyncRedisPersistence({ conn: connectRedis(config) })),
-    mq: mqemitterRedis(redisOptions(config)),
+    mq: quietBus(mqemitterRedis(redisOptions(config))),
     stores: redisTextStores(redis, prefix),
     wipeQueue: async (clientId) => {
       const id = encodeURIComponent(clientId)

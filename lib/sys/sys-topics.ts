@@ -57,9 +57,14 @@ export class SysTopics {
     this.publish(`${prefix}datetime`, datetime(), 0, false)
   }
 
+  /** `$SYS/brokers`: the cluster's live nodes (again whenever they change). */
+  brokers (): void {
+    this.publish('$SYS/brokers', this.sources.nodes().join(','), 0, true)
+  }
+
   tick (): void {
     const prefix = sysPrefix(this.config)
-    this.publish('$SYS/brokers', this.sources.nodes().join(','), 0, true)
+    this.brokers()
     this.publish(`${prefix}version`, VERSION, 0, true)
     this.publish(`${prefix}sysdescr`, SYSDESCR, 0, true)
     for (const [name, value] of Object.entries(this.sources.stats())) this.publish(`${prefix}stats/${name}`, String(value), 0, false)

@@ -6,10 +6,12 @@
 // be deleted.
 //
 // A successful check is remembered for VERIFIED_TTL_MS (keyed by a SHA-256 of
-// name and password, never the password itself): the v2 API checks the
-// administrator on every request, and one pbkdf2 check (100 000 rounds) costs
-// about 40 ms of CPU here. Any change of a user's password or a removal
-// forgets every remembered check; failures are never remembered.
+// name and password, never the password itself) together with the stored hash
+// it was checked against: the v2 API checks the administrator on every request,
+// and one pbkdf2 check (100 000 rounds) costs about 40 ms of CPU here. The user
+// is still read from the store each time, so a password change or a removal —
+// on this node or, in a cluster, on any other — ends the remembered check at
+// once; failures are never remembered.
 import { createHash } from 'node:crypto'
 import { hashForStorage, verifyStored } from '../../lib/access/password-hash.js'
 import type { PluginStore } from '../../lib/plugins/contract.js'
@@ -23,8 +25,8 @@ const PREFIX = 'user:'
 export const VERIFIED_TTL_MS = 30_000
 
 export class Users {
-  /** key of a successful check → when it expires */
-  readonly #verified = new Map<string, number>()
+  /** key of a successful check → when it expires, and the stored hash it matched */
+  readonly #verified = new Map<string, { until: number, stored: string }>()
   /** counts the changes that forgot every check */
   #generation = 0
 
@@ -79,14 +81,14 @@ export class Users {
   async verify (username: string, password: string): Promise<boolean> {
     const key = createHash('sha256').update(JSON.stringify([username, password])).digest('hex')
     const now = this.now()
-    const until = this.#verified.get(key)
-    if (until !== undefined && until > now) return true
-    this.#verified.delete(key)
     const generation = this.#generation
     const user = await this.#get(username)
+    const remembered = this.#verified.get(key)
+    if (user !== undefined && remembered !== undefined && remembered.until > now && remembered.stored === user.password) return true
+    this.#verified.delete(key)
     const ok = user !== undefined && await verifyStored(password, user.password)
     // a change made while this check ran may have made its answer stale: not remembered then
-    if (ok && generation === this.#generation) this.#verified.set(key, now + VERIFIED_TTL_MS)
+    if (ok && generation === this.#generation) this.#verified.set(key, { until: now + VERIFIED_TTL_MS, stored: user.password })
     return ok
   }
 
