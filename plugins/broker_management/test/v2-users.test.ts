@@ -61,19 +61,24 @@ t.test('PUT /change_pwd/:username: 114, 104, 105; the old password is refused at
   t.match(await api.call('POST', '/auth', { body: { username: 'admin', password: 'second' }, auth: null }), NO_DATA)
 })
 
-t.test('Users.verify remembers a success for VERIFIED_TTL_MS, never a failure', async (t) => {
+t.test('Users.verify: a remembered success ends when the stored user changes (here or on another node), never a failure', async (t) => {
   const store = memoryStore()
   let now = 1_000_000
   const users = new Users(store, { login: 'root', password: 'pw' }, () => now)
   await users.seed()
   t.notOk(await users.verify('root', 'other'))
   t.ok(await users.verify('root', 'pw'))
-  // the stored hash changed behind the class's back: the remembered success still answers until it expires
+  t.ok(await users.verify('root', 'pw'), 'again (remembered)')
+  // the stored hash changed behind the class's back, as another node of a cluster does it
   await store.put('user:root', JSON.stringify({ username: 'root', tags: 'administrator', password: await hashForStorage('new') }))
-  t.ok(await users.verify('root', 'pw'), 'remembered')
-  now += VERIFIED_TTL_MS
-  t.notOk(await users.verify('root', 'pw'), 'expired: checked against the store again')
+  t.notOk(await users.verify('root', 'pw'), 'the old password is refused at once')
   t.ok(await users.verify('root', 'new'))
+  now += VERIFIED_TTL_MS
+  t.ok(await users.verify('root', 'new'), 'after the memory expires: checked against the store again')
+  await store.del('user:root')
+  t.notOk(await users.verify('root', 'new'), 'a user removed elsewhere is refused at once')
+  await users.seed()
+  t.ok(await users.verify('root', 'pw'))
   await users.setPassword('root', 'newer')
   t.notOk(await users.verify('root', 'new'), 'forgotten on a password change')
   await store.put('user:root', JSON.stringify({ username: 'root', tags: 'administrator', password: await hashForStorage('new') }))
