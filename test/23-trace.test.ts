@@ -1,6 +1,6 @@
 // broker_ctl trace: the packets of one client and the messages of a topic
-// filter written to files, from a real client session against a real node
-// process; and no cost while no trace runs.
+// filter written to files, from a real client session against a running node
+// (bin/broker_ctl is a process of its own); and no cost while no trace runs.
 import { execFile } from 'node:child_process'
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -9,11 +9,11 @@ import t from 'tap'
 import { packetObservers } from '../lib/engine/internals.js'
 import { INSTALL_ROOT } from '../lib/root.js'
 import { startBroker, tempDir } from './helpers/broker.js'
-import { spawnCtlNode } from './helpers/ctl.js'
+import { startCtlBroker } from './helpers/ctl.js'
 import { closeAll, connect, nextMessages } from './helpers/mqtt.js'
 
 t.test('trace client and trace topic write what a real session did', async (t) => {
-  const node = await spawnCtlNode()
+  const node = await startCtlBroker()
   t.teardown(node.stop)
   const dir = await tempDir()
   const clientLog = join(dir, 'client.log')
@@ -68,7 +68,7 @@ t.test('trace client and trace topic write what a real session did', async (t) =
 })
 
 t.test('trace errors; a relative file is where broker_ctl runs', async (t) => {
-  const node = await spawnCtlNode()
+  const node = await startCtlBroker()
   t.teardown(node.stop)
   const bad = await node.run('trace', 'client', 'x', '/nonexistent-dir/x.log')
   t.equal(bad.code, 1)

@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { INSTALL_ROOT } from '../../lib/root.js'
-import { freePort, spawnBroker, tempDir, writePluginFiles, type BrokerProcess } from './broker.js'
+import { freePort, spawnBroker, startBroker, tempDir, writePluginFiles, type BrokerProcess, type TestBroker } from './broker.js'
 
 export interface CtlRun { code: number, stdout: string, stderr: string }
 
@@ -53,5 +53,29 @@ export async function spawnCtlNode (plugins: Record<string, Record<string, strin
       await node.exited
       await rm(dataDir, { recursive: true, force: true })
     }
+  }
+}
+
+export interface InProcessCtlNode {
+  broker: TestBroker
+  dataDir: string
+  port: number
+  mqttUrl: string
+  run: (...args: string[]) => Promise<CtlRun>
+  json: <T = unknown>(...args: string[]) => Promise<{ code: number, data: T }>
+  stop: () => Promise<void>
+}
+
+/** A node in this process (its control socket serves the real `bin/broker_ctl` all the same). */
+export async function startCtlBroker (settings: Record<string, string | number> = {}, plugins: Record<string, Record<string, string | number>> = {}): Promise<InProcessCtlNode> {
+  const broker = await startBroker(settings, ['tcp'], undefined, { plugins })
+  return {
+    broker,
+    dataDir: broker.dataDir,
+    port: broker.port(),
+    mqttUrl: `mqtt://127.0.0.1:${broker.port()}`,
+    run: async (...args) => await ctl(broker.dataDir, ...args),
+    json: async (...args) => await ctlJson(broker.dataDir, ...args),
+    stop: broker.stop
   }
 }
