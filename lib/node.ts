@@ -68,6 +68,7 @@ interface Parts {
   commands: CommandRegistry
   clustering: Clustering
   lifecycle: NodeLifecycle
+  service: NodeService
 }
 
 export class BrokerNode {
@@ -88,6 +89,8 @@ export class BrokerNode {
   /** what broker_ctl can run here (the node's commands and the plugins') */
   readonly commands: CommandRegistry
   readonly #clustering: Clustering
+  /** what the API, broker_ctl and other nodes call (the node service) */
+  readonly service: NodeService
   /** starting → running → draining → stopping → stopped; what /status and the drain read */
   readonly lifecycle: NodeLifecycle
   #control: ControlServer | undefined
@@ -113,6 +116,7 @@ export class BrokerNode {
     this.tracer = parts.tracer
     this.commands = parts.commands
     this.#clustering = parts.clustering
+    this.service = parts.service
     this.lifecycle = parts.lifecycle
     this.#db = parts.db
     this.#persistence = parts.persistence
@@ -208,7 +212,7 @@ export class BrokerNode {
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       late.listeners = listeners
       observability.attach({ engine, listeners, retainer, queues, hooks, shared })
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, backend, timers, storeIndex, tracer, commands, clustering, lifecycle })
+      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, backend, timers, storeIndex, tracer, commands, clustering, lifecycle, service })
       try {
         for (const listener of listeners) {
           await listener.start()
