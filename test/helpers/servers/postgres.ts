@@ -1,10 +1,11 @@
-// Debian's PostgreSQL 15 for tests: initdb in a temporary folder, `postgres`
+// Debian's PostgreSQL (the newest installed major version) for tests: initdb in a temporary folder, `postgres`
 // in the foreground on 127.0.0.1 and a free port (socket in the folder),
 // scram-sha-256 password authentication for every user. PostgreSQL refuses to
 // run as root, so when the tests run as root the harness runs it as the
 // unprivileged system user `brokertest` (created once with useradd).
 // Also exports `startAs`, which mariadb.ts uses to run mariadbd the same way.
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { readdirSync } from 'node:fs'
 import { chown, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -14,7 +15,8 @@ import { freePort, tempDir } from '../broker.js'
 import { killProcess, stopProcess, type ServerProcess } from './process.js'
 
 const run = promisify(execFile)
-const BIN = '/usr/lib/postgresql/15/bin'
+/** `/usr/lib/postgresql/<major>/bin` of the newest installed version (Debian 12 ships 15) */
+const BIN = join('/usr/lib/postgresql', readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((x, y) => Number(y) - Number(x))[0] ?? '15', 'bin')
 const TEST_USER = 'brokertest'
 
 const running = new Set<ChildProcess>()
