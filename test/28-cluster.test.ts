@@ -5,22 +5,13 @@
 // subscription group spread over the nodes gets each message exactly once.
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
-import { closeAll, connect, nextMessages, noMessageWithin, type MqttClient } from './helpers/mqtt.js'
+import { opened, startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
+import { connect, nextMessages, noMessageWithin } from './helpers/mqtt.js'
 
 const cluster = await startCluster()
 t.teardown(cluster.close)
 const [n1, n2, n3] = cluster.nodes
 
-/** `keep(client)` closes it when the test ends, and returns it. */
-function opened (t: { teardown: (fn: () => Promise<void>) => void }): <C extends MqttClient | Tracked>(c: C) => C {
-  const clients: MqttClient[] = []
-  t.teardown(async () => await closeAll(...clients))
-  return (c) => {
-    clients.push('connack' in c ? c.client : c)
-    return c
-  }
-}
 
 t.test('cross-node delivery: published on n1, received on n3, QoS 0/1/2, exact payloads, no duplicates', async (t) => {
   const keep = opened(t)

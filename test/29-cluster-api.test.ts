@@ -4,8 +4,8 @@
 // a client on another (kick, subscribe on its behalf), or every node (configs,
 // banned entries, applications).
 import t from 'tap'
-import { startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
-import { closeAll, connect, nextMessages, type MqttClient } from './helpers/mqtt.js'
+import { opened, startCluster, track, waitFor } from './helpers/cluster.js'
+import { closeAll, connect, nextMessages } from './helpers/mqtt.js'
 import mqtt from 'mqtt'
 
 const cluster = await startCluster()
@@ -14,14 +14,6 @@ const { api, apiV2 } = cluster
 const [n1, n2, n3] = cluster.nodes
 const names = cluster.nodes.map((n) => n.name)
 
-function opened (t: { teardown: (fn: () => Promise<void>) => void }): <C extends MqttClient | Tracked>(c: C) => C {
-  const clients: MqttClient[] = []
-  t.teardown(async () => await closeAll(...clients))
-  return (c) => {
-    clients.push('connack' in c ? c.client : c)
-    return c
-  }
-}
 
 interface Page { items: Array<{ client_id: string, node: string }>, meta: { count: number } }
 

@@ -4,21 +4,13 @@
 // session, and its delayed will is published once, cluster-wide.
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
-import { closeAll, connect, nextMessages, type MqttClient } from './helpers/mqtt.js'
+import { opened, startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
+import { connect, nextMessages } from './helpers/mqtt.js'
 
 const cluster = await startCluster()
 t.teardown(cluster.close)
 const [n1, n2, n3] = cluster.nodes
 
-function opened (t: { teardown: (fn: () => Promise<void>) => void }): <C extends MqttClient | Tracked>(c: C) => C {
-  const clients: MqttClient[] = []
-  t.teardown(async () => await closeAll(...clients))
-  return (c) => {
-    clients.push('connack' in c ? c.client : c)
-    return c
-  }
-}
 
 const v5 = (clientId: string, expiry: number): { clientId: string, protocolVersion: 5, clean: false, properties: { sessionExpiryInterval: number } } =>
   ({ clientId, protocolVersion: 5, clean: false, properties: { sessionExpiryInterval: expiry } })

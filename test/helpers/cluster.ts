@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import mqtt, { type IClientOptions, type IConnackPacket, type IDisconnectPacket, type MqttClient } from 'mqtt'
 import { freePort, spawnBroker, tempDir, writePluginFiles, type BrokerProcess } from './broker.js'
 import { ctl as runCtl, type CtlRun } from './ctl.js'
-import type { Received } from './mqtt.js'
+import { closeAll, type Received } from './mqtt.js'
 import { startRedis, type RedisServer } from './servers/redis.js'
 
 /** The default application of broker_management (v3) and its default administrator user (v2). */
@@ -294,4 +294,14 @@ export async function track (url: string, options: IClientOptions = {}): Promise
     client.once('close', () => reject(new Error(`connection to ${url} closed before CONNACK`)))
   })
   return { client, connack, messages, disconnects, get closed () { return closed } }
+}
+
+/** `keep(client)` closes the client (an MQTT.js client or a tracked one) when the test ends, and returns it. */
+export function opened (t: { teardown: (fn: () => Promise<void>) => void }): <C extends MqttClient | Tracked>(c: C) => C {
+  const clients: MqttClient[] = []
+  t.teardown(async () => await closeAll(...clients))
+  return (c) => {
+    clients.push('connack' in c ? c.client : c)
+    return c
+  }
 }
