@@ -44,3 +44,14 @@ export async function pubackCode (client: MqttClient, topic: string): Promise<nu
     throw err
   }
 }
+
+export interface ConnectKind { username: string, password: string, expected: number }
+
+/** `count` MQTT 5 CONNECTs at once, cycling through `kinds`; resolves with the ones whose CONNACK was not the expected one. */
+export async function concurrentConnects (port: number, kinds: ConnectKind[], count = 200): Promise<{ wrong: string[], allowed: number }> {
+  const attempts = Array.from({ length: count }, (_, i) => ({ ...kinds[i % kinds.length], clientId: `pool-${i}` }))
+  const codes = await Promise.all(attempts.map(async ({ username, password, clientId }) =>
+    await connackCode(port, { protocolVersion: 5, clientId, username, password })))
+  const wrong = attempts.map((a, i) => codes[i] === a.expected ? '' : `${a.clientId}: ${codes[i]}`).filter((w) => w !== '')
+  return { wrong, allowed: codes.filter((c) => c === 0).length }
+}
