@@ -39,6 +39,15 @@ export interface Cluster {
   each: <M extends RemoteMethod>(method: M, ...args: Method<M>['args']) => Promise<Array<NodeOutcome<Method<M>['result']>>>
 }
 
+/** The listings whose answer is a list of records (§2.1, §2.3, §2.5, §2.6). */
+export type ListMethod = Extract<RemoteMethod, 'connections' | 'connection' | 'sessions' | 'session' | 'subscriptions' | 'clientSubscriptions' | 'routes' | 'route'>
+
+/** Every live node's records of a listing, as one list in node order (what a cluster-wide listing shows). */
+export async function rowsOfAll<Row = unknown> (cluster: Cluster, method: ListMethod, ...args: string[]): Promise<Row[]> {
+  const all = cluster.all as (m: ListMethod, ...a: string[]) => Promise<Array<NodeAnswer<Row[]>>>
+  return (await all(method, ...args)).flatMap((answer) => answer.value)
+}
+
 /** Runs an operation that only the node holding the client can do (kick, subscribe for it …): true when some node did it. */
 export async function onHolder<M extends 'kick' | 'cleanAclCache' | 'subscribe' | 'unsubscribe'> (cluster: Cluster, method: M, ...args: Method<M>['args']): Promise<boolean> {
   const outcomes = await cluster.each(method, ...args)

@@ -1,6 +1,9 @@
-// Cluster membership kept in Redis: each node writes `<cluster>:node:<name>`
-// every heartbeat with an expiry of three heartbeats, so a node that dies
-// (even by kill -9) drops out of the list within that time by itself.
+// Cluster membership kept in Redis: every heartbeat, each node sets its
+// deadline (now + three heartbeats) in the sorted set `<cluster>:nodes` and
+// its record in the hash `<cluster>:members`. The live nodes are those whose
+// deadline has not passed, so a node that dies (even by kill -9) drops out
+// within that time by itself; one range read answers, never a key scan. A
+// dead node's record stays in the hash until it beats again or stops cleanly.
 import { EventEmitter } from 'node:events'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../log.js'
@@ -18,23 +21,23 @@ export interface Member {
 
 export class Membership extends EventEmitter {
   #timer: NodeJS.Timeout | undefined
-  #known = new Set<string>()
+  /** the live members as of the last heartbeat */
   #records: Member[] = []
   #lastBeat = 0
   readonly #gone = new Set<string>()
+  readonly #deadlines: string
+  readonly #members: string
 
   constructor (
     private readonly redis: Redis,
-    private readonly prefix: string,
+    prefix: string,
     readonly self: Member,
     private readonly heartbeatMs: number,
     private readonly logger: Logger
   ) {
     super()
-  }
-
-  #key (node: string): string {
-    return `${this.prefix}:node:${node}`
+    this.#deadlines = `${prefix}:nodes`
+    this.#members = `${prefix}:members`
   }
 
   async start (): Promise<void> {
@@ -48,13 +51,14 @@ export class Membership extends EventEmitter {
   async stop (): Promise<void> {
     clearInterval(this.#timer)
     this.#timer = undefined
-    await this.redis.del(this.#key(this.self.node)).catch(() => {})
+    await this.redis.multi().zrem(this.#deadlines, this.self.node).hdel(this.#members, this.self.node).exec().catch(() => {})
   }
 
   /** The live nodes, sorted by name (this one always among them). */
   async members (): Promise<Member[]> {
-    const keys = await this.redis.keys(`${this.prefix}:node:*`)
-    const values = keys.length === 0 ? [] : await this.redis.mget(...keys)
+    const now = Date.now()
+    const names = await this.redis.zrangebyscore(this.#deadlines, now, '+inf')
+    const values = names.length === 0 ? [] : await this.redis.hmget(this.#members, ...names)
     const members = new Map<string, Member>([[this.self.node, this.self]])
     for (const value of values) {
       if (value === null) continue
@@ -66,7 +70,7 @@ export class Membership extends EventEmitter {
 
   /** The live nodes as of the last heartbeat, sorted (this one before the first). */
   live (): string[] {
-    return this.#known.size === 0 ? [this.self.node] : [...this.#known].sort()
+    return this.#records.length === 0 ? [this.self.node] : this.#records.map((m) => m.node)
   }
 
   /** The last heartbeat reached Redis less than three intervals ago. */
@@ -85,26 +89,30 @@ export class Membership extends EventEmitter {
   }
 
   async #beat (): Promise<void> {
-    await this.redis.set(this.#key(this.self.node), JSON.stringify(this.self), 'PX', this.heartbeatMs * 3)
+    const now = Date.now()
+    // passed deadlines go by score, so a node that beats at the same moment keeps its new one
+    await this.redis.multi()
+      .zadd(this.#deadlines, now + this.heartbeatMs * 3, this.self.node)
+      .hset(this.#members, this.self.node, JSON.stringify(this.self))
+      .zremrangebyscore(this.#deadlines, '-inf', `(${now}`)
+      .exec()
     this.#lastBeat = Date.now()
+    const before = new Set(this.live())
     this.#records = await this.members()
-    const live = new Set(this.#records.map((m) => m.node))
+    const live = new Set(this.live())
     for (const node of live) {
-      if (!this.#known.has(node) && node !== this.self.node) {
+      if (!before.has(node)) {
         this.#gone.delete(node)
         this.logger.info({ peer: node }, 'cluster node joined')
-        this.emit('nodeup', node)
       }
     }
-    for (const node of this.#known) {
+    for (const node of before) {
       if (!live.has(node)) {
         this.#gone.add(node)
         this.logger.warn({ peer: node }, 'cluster node left')
         this.emit('nodedown', node)
       }
     }
-    const changed = live.size !== this.#known.size || [...live].some((node) => !this.#known.has(node))
-    this.#known = live
-    if (changed) this.emit('changed')
+    if (live.size !== before.size || [...live].some((node) => !before.has(node))) this.emit('changed')
   }
 }

@@ -14,9 +14,11 @@ import type { Redis } from 'ioredis'
 import type { Logger } from '../log.js'
 
 export class SharedPlacement {
-  /** group key → node → members there */
-  readonly #counts = new Map<string, Map<string, number>>()
+  /** group key → the nodes with members (sorted by name), their member counts, and the total: read per message */
+  readonly #counts = new Map<string, { nodes: string[], counts: number[], total: number }>()
   readonly #channel: string
+  /** every group that has had members (`<cluster>:shared-groups`), so a node that left is found without a key scan */
+  readonly #groups: string
 
   constructor (
     private readonly redis: Redis,
@@ -26,6 +28,7 @@ export class SharedPlacement {
     private readonly logger: Logger
   ) {
     this.#channel = `${prefix}:shared-changed`
+    this.#groups = `${prefix}:shared-groups`
   }
 
   async start (): Promise<void> {
@@ -45,7 +48,7 @@ export class SharedPlacement {
 
   /** This node now has `count` members in `group`; resolves once the cluster's counts for it are known here. */
   async update (group: string, count: number): Promise<void> {
-    if (count > 0) await this.redis.hset(this.#key(group), this.node, count)
+    if (count > 0) await this.redis.multi().hset(this.#key(group), this.node, count).sadd(this.#groups, group).exec()
     else await this.redis.hdel(this.#key(group), this.node)
     await this.#load(group, count > 0)
     await this.redis.publish(this.#channel, group)
@@ -53,22 +56,20 @@ export class SharedPlacement {
 
   /** Whether this node delivers the message whose identity is `identity` to `group`. */
   mine (group: string, identity: string): boolean {
-    const counts = this.#counts.get(group)
-    if (counts === undefined || counts.size === 0) return true
-    const nodes = [...counts.keys()].sort()
-    const total = nodes.reduce((sum, node) => sum + counts.get(node)!, 0)
-    let draw = createHash('md5').update(identity).digest().readUInt32BE(0) % total
-    for (const node of nodes) {
-      draw -= counts.get(node)!
-      if (draw < 0) return node === this.node
+    const placed = this.#counts.get(group)
+    if (placed === undefined || placed.total === 0) return true
+    let draw = createHash('md5').update(identity).digest().readUInt32BE(0) % placed.total
+    for (let i = 0; i < placed.nodes.length; i++) {
+      draw -= placed.counts[i]
+      if (draw < 0) return placed.nodes[i] === this.node
     }
     return false
   }
 
   /** A node left the cluster: its members are gone from every group. */
   async forgetNode (node: string): Promise<void> {
-    for (const key of await this.redis.keys(`${this.prefix}:shared:*`)) {
-      if (await this.redis.hdel(key, node) > 0) await this.redis.publish(this.#channel, key.slice(this.prefix.length + 8))
+    for (const group of await this.redis.smembers(this.#groups)) {
+      if (await this.redis.hdel(this.#key(group), node) > 0) await this.redis.publish(this.#channel, group)
     }
   }
 
@@ -82,6 +83,8 @@ export class SharedPlacement {
       return
     }
     const all = await this.redis.hgetall(this.#key(group))
-    this.#counts.set(group, new Map(Object.entries(all).map(([node, count]) => [node, Number(count)])))
+    const nodes = Object.keys(all).sort()
+    const counts = nodes.map((node) => Number(all[node]))
+    this.#counts.set(group, { nodes, counts, total: counts.reduce((sum, n) => sum + n, 0) })
   }
 }

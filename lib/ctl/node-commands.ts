@@ -8,7 +8,7 @@ import { parseDuration } from '../config/types.js'
 import { maxFds, openFds } from '../sys/node-info.js'
 import { TraceError, type TraceKind, type Tracer } from '../trace/tracer.js'
 import { CtlError, output, usageError, type CtlCommand, type CtlOutput } from './command.js'
-import { onHolder, type RemoteMethod } from '../cluster/cluster.js'
+import { onHolder, rowsOfAll, type ListMethod } from '../cluster/cluster.js'
 import { NODE_USAGE, type NodeCommandName } from './usage.js'
 
 export interface NodeCommandParts { service: NodeService, tracer: Tracer }
@@ -52,12 +52,10 @@ function qosOf (text: string): 0 | 1 | 2 {
 
 type Handler = (args: string[], parts: NodeCommandParts) => CtlOutput | Promise<CtlOutput>
 
-type ListMethod = Extract<RemoteMethod, 'connections' | 'connection' | 'sessions' | 'session' | 'subscriptions' | 'clientSubscriptions' | 'routes' | 'route'>
 
 /** The rows of a listing from every node of the cluster (this one alone on one node). */
 async function everywhere<M extends ListMethod> ({ service }: NodeCommandParts, method: M, ...args: string[]): Promise<Array<Awaited<ReturnType<NodeService[M]>>[number]>> {
-  const answers = await attempt(async () => await (service.cluster.all as (m: string, ...a: string[]) => Promise<Array<{ value: unknown[] }>>)(method, ...args))
-  return answers.flatMap((a) => a.value) as Array<Awaited<ReturnType<NodeService[M]>>[number]>
+  return await attempt(async () => await rowsOfAll<Awaited<ReturnType<NodeService[M]>>[number]>(service.cluster, method, ...args))
 }
 
 /** Picks the handler for the sub-command and its number of arguments; anything else is a usage error. */

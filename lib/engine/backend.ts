@@ -85,8 +85,11 @@ export async function openBackend (config: Config, dataDir: string): Promise<Bac
     stores: redisTextStores(redis, prefix),
     wipeQueue: async (clientId) => {
       const id = encodeURIComponent(clientId)
-      const ids = await redis.keys(`outgoing-id:${id}:*`)
-      await redis.del(`outgoing:${id}`, ...ids)
+      await redis.del(`outgoing:${id}`)
+      // a cursor scan, not KEYS: the store may hold many keys and KEYS would stall Redis for every node
+      for await (const keys of redis.scanStream({ match: `outgoing-id:${id}:*`, count: 500 }) as AsyncIterable<string[]>) {
+        if (keys.length > 0) await redis.del(...keys)
+      }
     },
     shared: true,
     redis,

@@ -2,7 +2,7 @@
 // emqx_auth_ldap): the entry at `auth_dn` (with `%u`, `%c` escaped) is read
 // as `bind_dn`, and the CONNECT password is checked against its
 // userPassword. See README.md.
-import { BackendGuard } from '../../lib/access/backend/guard.js'
+import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
 import { backendAuthenticator, type StoredUser } from '../../lib/access/backend/handlers.js'
 import type { QueryValues } from '../../lib/access/backend/placeholders.js'
 import { serverText } from '../../lib/access/backend/settings.js'
@@ -17,15 +17,7 @@ export { schema, type AuthLdapConfig } from './settings.js'
 
 const NAME = 'broker_auth_ldap'
 
-let directory: Directory | undefined
-let guard: BackendGuard | undefined
-
-function release (): void {
-  guard?.close()
-  directory?.close()
-  guard = undefined
-  directory = undefined
-}
+const slot = new BackendSlot()
 
 /** The user's entry and its first password value; undefined when there is none (or, logged, more than one). */
 function finder (dir: Directory, config: AuthLdapConfig, logger: Logger): (values: QueryValues) => Promise<StoredUser | undefined> {
@@ -49,12 +41,12 @@ export default definePlugin<AuthLdapConfig>({
   version: '0.1.0',
   description: 'Authentication from an LDAP directory',
   schema,
-  load (ctx) {
-    release()
+  async load (ctx) {
+    await slot.release()
     const config = ctx.config
     const server = `LDAP ${config['auth.ldap.servers'].map(serverText).join(',')}`
-    directory = new Directory(config)
-    guard = new BackendGuard({ plugin: NAME, server, timeoutMs: config['auth.ldap.timeout'], alarms: ctx.alarms, logger: ctx.logger })
+    const directory = new Directory(config)
+    const guard = slot.hold(new BackendGuard({ plugin: NAME, server, timeoutMs: config['auth.ldap.timeout'], alarms: ctx.alarms, logger: ctx.logger }), () => directory.close())
     const check = ldapPasswordChecker(config['auth.ldap.password_hash'])
     ctx.hooks.add('client.authenticate', backendAuthenticator({
       guard,
@@ -65,7 +57,7 @@ export default definePlugin<AuthLdapConfig>({
     }))
     ctx.logger.info({ server, pool: config['auth.ldap.pool'] }, 'LDAP authentication ready')
   },
-  unload () {
-    release()
+  async unload () {
+    await slot.release()
   }
 })

@@ -1,7 +1,7 @@
 // broker_auth_mongo: authentication, superuser and ACL from MongoDB (EMQ X
 // 3.x emqx_auth_mongo), with the official driver. See README.md.
 import { backendAuthenticator, isTrue } from '../../lib/access/backend/handlers.js'
-import { BackendGuard } from '../../lib/access/backend/guard.js'
+import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
 import { passwordChecker, type PasswordChecker } from '../../lib/access/backend/password.js'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { mongoAclChecker } from './acl.js'
@@ -13,15 +13,7 @@ export { schema, type AuthMongoConfig } from './settings.js'
 
 const NAME = 'broker_auth_mongo'
 
-let running: { connection: MongoConnection, guard: BackendGuard } | undefined
-
-async function stop (): Promise<void> {
-  const current = running
-  running = undefined
-  if (current === undefined) return
-  current.guard.close()
-  await current.connection.close()
-}
+const slot = new BackendSlot()
 
 /** A document without a password field stores '' here: it never matches, even an empty password. */
 function neverEmpty (check: PasswordChecker): PasswordChecker {
@@ -34,12 +26,12 @@ export default definePlugin<AuthMongoConfig>({
   description: 'Authentication, superuser and ACL from MongoDB',
   schema,
   async load (ctx) {
-    await stop()
+    await slot.release()
     const config = ctx.config
     const connection = new MongoConnection(config)
     const server = `MongoDB ${serversText(config)}`
-    const guard = new BackendGuard({ plugin: NAME, server, timeoutMs: config['auth.mongo.query_timeout'], alarms: ctx.alarms, logger: ctx.logger })
-    running = { connection, guard }
+    const guard = slot.hold(new BackendGuard({ plugin: NAME, server, timeoutMs: config['auth.mongo.query_timeout'], alarms: ctx.alarms, logger: ctx.logger }),
+      async () => await connection.close())
 
     const auth: AuthQuery = {
       collection: config['auth.mongo.auth_query.collection'],
@@ -75,6 +67,6 @@ export default definePlugin<AuthMongoConfig>({
     ctx.logger.info({ server, type: config['auth.mongo.type'], database: config['auth.mongo.database'] }, 'MongoDB authentication ready')
   },
   async unload () {
-    await stop()
+    await slot.release()
   }
 })

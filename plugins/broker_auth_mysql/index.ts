@@ -1,7 +1,7 @@
 // broker_auth_mysql: authentication, superuser and ACL by MySQL/MariaDB
 // queries (EMQ X 3.x emqx_auth_mysql). See README.md.
 import mysql from 'mysql2/promise'
-import { BackendGuard } from '../../lib/access/backend/guard.js'
+import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
 import { serverText } from '../../lib/access/backend/settings.js'
 import { addSqlHooks } from '../../lib/access/backend/sql.js'
 import { definePlugin } from '../../lib/plugins/contract.js'
@@ -9,16 +9,7 @@ import { schema, type AuthMysqlConfig } from './settings.js'
 
 export { schema, type AuthMysqlConfig } from './settings.js'
 
-let pool: mysql.Pool | undefined
-let guard: BackendGuard | undefined
-
-async function release (): Promise<void> {
-  guard?.close()
-  guard = undefined
-  const old = pool
-  pool = undefined
-  await old?.end().catch(() => {})
-}
+const slot = new BackendSlot()
 
 export default definePlugin<AuthMysqlConfig>({
   name: 'broker_auth_mysql',
@@ -26,7 +17,7 @@ export default definePlugin<AuthMysqlConfig>({
   description: 'Authentication, superuser and ACL checks by MySQL queries',
   schema,
   async load (ctx) {
-    await release()
+    await slot.release()
     const config = ctx.config
     const server = config['auth.mysql.server']
     const timeout = config['auth.mysql.query_timeout']
@@ -44,8 +35,8 @@ export default definePlugin<AuthMysqlConfig>({
       enableKeepAlive: true,
       charset: 'utf8mb4'
     })
-    pool = connections
-    guard = new BackendGuard({ plugin: ctx.name, server: `MySQL ${serverText(server)}`, timeoutMs: timeout, alarms: ctx.alarms, logger: ctx.logger })
+    const guard = slot.hold(new BackendGuard({ plugin: ctx.name, server: `MySQL ${serverText(server)}`, timeoutMs: timeout, alarms: ctx.alarms, logger: ctx.logger }),
+      async () => await connections.end().catch(() => {}))
     // prepared statements (execute) with the placeholders bound as `?` parameters
     const run = async (sql: string, params: Array<string | null>): Promise<unknown[][]> => {
       const [rows] = await connections.execute({ sql, timeout, rowsAsArray: true }, params)
@@ -60,6 +51,6 @@ export default definePlugin<AuthMysqlConfig>({
     ctx.logger.info({ server: serverText(server), database: config['auth.mysql.database'], acl: backend.aclRules !== undefined }, 'MySQL authentication ready')
   },
   async unload () {
-    await release()
+    await slot.release()
   }
 })

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
 import type { ConnectionOptions } from 'node:tls'
 import pg from 'pg'
-import { BackendGuard } from '../../lib/access/backend/guard.js'
+import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
 import { serverText } from '../../lib/access/backend/settings.js'
 import { addSqlHooks } from '../../lib/access/backend/sql.js'
 import { definePlugin } from '../../lib/plugins/contract.js'
@@ -12,16 +12,7 @@ import { schema, type AuthPgsqlConfig } from './settings.js'
 
 export { schema, type AuthPgsqlConfig } from './settings.js'
 
-let pool: pg.Pool | undefined
-let guard: BackendGuard | undefined
-
-async function release (): Promise<void> {
-  guard?.close()
-  guard = undefined
-  const old = pool
-  pool = undefined
-  await old?.end().catch(() => {})
-}
+const slot = new BackendSlot()
 
 function tlsOptions (config: AuthPgsqlConfig, root: string): ConnectionOptions | false {
   if (!config['auth.pgsql.ssl']) return false
@@ -40,7 +31,7 @@ export default definePlugin<AuthPgsqlConfig>({
   description: 'Authentication, superuser and ACL checks by PostgreSQL queries',
   schema,
   async load (ctx) {
-    await release()
+    await slot.release()
     const config = ctx.config
     const server = config['auth.pgsql.server']
     const timeout = config['auth.pgsql.query_timeout']
@@ -59,8 +50,8 @@ export default definePlugin<AuthPgsqlConfig>({
     })
     // an idle client whose server went away: the pool drops it; without a listener it would crash the node
     connections.on('error', (err) => ctx.logger.debug({ err: err.message }, 'idle PostgreSQL connection failed'))
-    pool = connections
-    guard = new BackendGuard({ plugin: ctx.name, server: `PostgreSQL ${serverText(server)}`, timeoutMs: timeout, alarms: ctx.alarms, logger: ctx.logger })
+    const guard = slot.hold(new BackendGuard({ plugin: ctx.name, server: `PostgreSQL ${serverText(server)}`, timeoutMs: timeout, alarms: ctx.alarms, logger: ctx.logger }),
+      async () => await connections.end().catch(() => {}))
     // placeholders bound as $1, $2 … parameters
     const run = async (text: string, params: Array<string | null>): Promise<unknown[][]> => {
       const result = await connections.query<unknown[]>({ text, values: params, rowMode: 'array' })
@@ -75,6 +66,6 @@ export default definePlugin<AuthPgsqlConfig>({
     ctx.logger.info({ server: serverText(server), database: config['auth.pgsql.database'], acl: backend.aclRules !== undefined }, 'PostgreSQL authentication ready')
   },
   async unload () {
-    await release()
+    await slot.release()
   }
 })

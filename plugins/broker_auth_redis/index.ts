@@ -1,7 +1,7 @@
 // broker_auth_redis: authentication, superuser and ACL from Redis hashes
 // (EMQ X 3.x emqx_auth_redis), one server or the master a Sentinel names.
 // See README.md.
-import { BackendGuard } from '../../lib/access/backend/guard.js'
+import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
 import { backendAclChecker, backendAuthenticator } from '../../lib/access/backend/handlers.js'
 import { passwordChecker } from '../../lib/access/backend/password.js'
 import { serverText } from '../../lib/access/backend/settings.js'
@@ -14,19 +14,11 @@ export { schema, type AuthRedisConfig } from './settings.js'
 
 const NAME = 'broker_auth_redis'
 
-let connections: RedisConnections | undefined
-let guard: BackendGuard | undefined
+const slot = new BackendSlot()
 
 function serverName (config: AuthRedisConfig): string {
   const servers = config['auth.redis.server'].map(serverText).join(',')
   return config['auth.redis.type'] === 'sentinel' ? `Redis master ${config['auth.redis.sentinel']} (sentinels ${servers})` : `Redis ${servers}`
-}
-
-function release (): void {
-  guard?.close()
-  connections?.close()
-  guard = undefined
-  connections = undefined
 }
 
 export default definePlugin<AuthRedisConfig>({
@@ -35,13 +27,13 @@ export default definePlugin<AuthRedisConfig>({
   description: 'Authentication, superuser and ACL from Redis',
   schema,
   async load (ctx) {
-    release()
+    await slot.release()
     const config = ctx.config
     const server = serverName(config)
     const timeoutMs = config['auth.redis.query_timeout']
-    connections = new RedisConnections(config, ctx.logger)
+    const connections = new RedisConnections(config, ctx.logger)
     const call = connections.call.bind(connections)
-    guard = new BackendGuard({ plugin: NAME, server, timeoutMs, alarms: ctx.alarms, logger: ctx.logger })
+    const guard = slot.hold(new BackendGuard({ plugin: NAME, server, timeoutMs, alarms: ctx.alarms, logger: ctx.logger }), () => connections.close())
     ctx.hooks.add('client.authenticate', backendAuthenticator({
       guard,
       checkPassword: passwordChecker(config['auth.redis.password_hash']),
@@ -64,7 +56,7 @@ export default definePlugin<AuthRedisConfig>({
     await connections.settled(timeoutMs)
     ctx.logger.info({ server, pool: config['auth.redis.pool'], acl: acl?.text }, 'Redis authentication ready')
   },
-  unload () {
-    release()
+  async unload () {
+    await slot.release()
   }
 })

@@ -10,7 +10,7 @@ import type { ServiceError } from '../../lib/service/node-service.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
-import { onHolder, type RemoteMethod } from '../../lib/cluster/cluster.js'
+import { onHolder, rowsOfAll, type ListMethod, type RemoteMethod } from '../../lib/cluster/cluster.js'
 import type { Users } from './users.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
@@ -81,9 +81,14 @@ export async function everyNode (node: NodeView, method: Remote, ...args: unknow
   return await service(async () => await (node.cluster.all as (m: Remote, ...a: unknown[]) => Promise<Answer>)(method, ...args))
 }
 
+/** Every live node's answer as `{node, <field>: answer}` (EMQ X's cluster-wide form of plugins, listeners, configs …). */
+async function byNode (node: NodeView, method: Remote, field: string): Promise<Array<Record<string, unknown>>> {
+  return (await everyNode(node, method)).map((a) => ({ node: a.node, [field]: a.value }))
+}
+
 /** The rows of every node, as one list. */
-async function rows (node: NodeView, method: Remote, ...args: unknown[]): Promise<unknown[]> {
-  return (await everyNode(node, method, ...args)).flatMap((a) => a.value as unknown[])
+async function rows (node: NodeView, method: ListMethod, ...args: string[]): Promise<unknown[]> {
+  return await service(async () => await rowsOfAll(node.cluster, method, ...args))
 }
 
 /** The answer of the node named in the path. */
@@ -103,6 +108,8 @@ function publicApp ({ secret: _secret, ...app }: App): Omit<App, 'secret'> {
 }
 
 const qos = Joi.number().integer().valid(0, 1, 2)
+/** `{key, value}` of PUT /configs/:app and /nodes/:node/configs/:app (§2.14) */
+const configItem = Joi.object({ key: Joi.string().required(), value: Joi.string().allow('').required() })
 const nonEmpty = Joi.string().min(1)
 const credential = Joi.string().allow('').required()
 
@@ -277,7 +284,7 @@ export const routes: readonly Route[] = [
   // --- plugins (§2.13, §3) ---
   {
     method: 'GET', path: '/plugins/', name: 'list_all_plugins', descr: 'A list of plugins in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'plugins')).map((a) => ({ node: a.node, plugins: a.value }))
+    handler: async (_req, { node }) => await byNode(node, 'plugins', 'plugins')
   },
   {
     method: 'GET', path: '/nodes/:node/plugins/', name: 'list_node_plugins', descr: 'A list of plugins on a node',
@@ -301,7 +308,7 @@ export const routes: readonly Route[] = [
   // --- listeners (§2.10) ---
   {
     method: 'GET', path: '/listeners/', name: 'list_listeners', descr: 'A list of listeners in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'listeners')).map((a) => ({ node: a.node, listeners: a.value }))
+    handler: async (_req, { node }) => await byNode(node, 'listeners', 'listeners')
   },
   {
     method: 'GET', path: '/nodes/:node/listeners', name: 'list_node_listeners', descr: 'A list of listeners on a node',
@@ -311,7 +318,7 @@ export const routes: readonly Route[] = [
   // --- configuration (§2.14) ---
   {
     method: 'GET', path: '/configs/', name: 'get_all_configs', descr: 'Get all configs',
-    handler: async (_req, { node }) => (await everyNode(node, 'configs')).map((a) => ({ node: a.node, config: a.value }))
+    handler: async (_req, { node }) => await byNode(node, 'configs', 'config')
   },
   {
     method: 'GET', path: '/nodes/:node/configs/', name: 'get_all_configs', descr: 'Get all configs of a node',
@@ -319,7 +326,7 @@ export const routes: readonly Route[] = [
   },
   {
     method: 'PUT', path: '/configs/:app', name: 'update_config', descr: 'Update a config item on every node',
-    validate: { payload: Joi.object({ key: Joi.string().required(), value: Joi.string().allow('').required() }) },
+    validate: { payload: configItem },
     handler: async ({ params, payload }, { node }) => {
       const { key, value } = payload as { key: string, value: string }
       await everyNode(node, 'setConfig', params.app, key, value)
@@ -328,7 +335,7 @@ export const routes: readonly Route[] = [
   },
   {
     method: 'PUT', path: '/nodes/:node/configs/:app', name: 'update_node_config', descr: 'Update a config item on a node',
-    validate: { payload: Joi.object({ key: Joi.string().required(), value: Joi.string().allow('').required() }) },
+    validate: { payload: configItem },
     handler: async ({ params, payload }, { node }) => {
       const { key, value } = payload as { key: string, value: string }
       await onNode(node, params.node, 'setConfig', params.app, key, value)
@@ -355,7 +362,7 @@ export const routes: readonly Route[] = [
   // --- metrics and statistics (§2.11, §2.12) ---
   {
     method: 'GET', path: '/metrics/', name: 'list_all_metrics', descr: 'A list of metrics of all nodes in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'metrics')).map((a) => ({ node: a.node, metrics: a.value }))
+    handler: async (_req, { node }) => await byNode(node, 'metrics', 'metrics')
   },
   {
     method: 'GET', path: '/nodes/:node/metrics/', name: 'list_node_metrics', descr: 'A list of metrics of a node',
@@ -388,7 +395,7 @@ export const routes: readonly Route[] = [
   // --- alarms (§2.18) ---
   {
     method: 'GET', path: '/alarms/', name: 'get_all_alarms', descr: 'Get the present alarms of all nodes in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'alarms')).map((a) => ({ node: a.node, alarms: a.value }))
+    handler: async (_req, { node }) => await byNode(node, 'alarms', 'alarms')
   },
   {
     method: 'GET', path: '/alarms/:node', name: 'get_alarms', descr: 'Get the present alarms of a node',

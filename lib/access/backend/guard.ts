@@ -101,3 +101,26 @@ export class BackendGuard {
     this.#options.alarms.clear(this.alarmId)
   }
 }
+
+/**
+ * What a loaded database plugin holds — its guard and the way to close its
+ * connections — kept by the plugin module (one loaded instance at a time) so
+ * that a reload or an unload releases exactly what the last load made.
+ */
+export class BackendSlot {
+  #held: { guard: BackendGuard, close: () => unknown } | undefined
+
+  /** Keeps the guard (returned) and the connections' close. */
+  hold (guard: BackendGuard, close: () => unknown): BackendGuard {
+    this.#held = { guard, close }
+    return guard
+  }
+
+  async release (): Promise<void> {
+    const held = this.#held
+    this.#held = undefined
+    if (held === undefined) return
+    held.guard.close()
+    await held.close()
+  }
+}
