@@ -4,25 +4,20 @@
 // run as root, so when the tests run as root the harness runs it as the
 // unprivileged system user `brokertest` (created once with useradd).
 // Also exports `startAs`, which mariadb.ts uses to run mariadbd the same way.
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { chown, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { freePort, tempDir } from '../broker.js'
-import { killProcess, stopProcess, type ServerProcess } from './process.js'
+import { killProcess, startProcess, stopProcess, type ServerProcess } from './process.js'
 
 const run = promisify(execFile)
 /** `/usr/lib/postgresql/<major>/bin` of the newest installed version (Debian 12 ships 15) */
 const BIN = join('/usr/lib/postgresql', readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((x, y) => Number(y) - Number(x))[0] ?? '15', 'bin')
 const TEST_USER = 'brokertest'
 
-const running = new Set<ChildProcess>()
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL')
-})
 
 export interface RunAs { uid: number, gid: number }
 
@@ -55,39 +50,9 @@ export async function runAs (user: RunAs | undefined, command: string, args: str
   return stdout
 }
 
-/** Spawns a server as `user`; resolves once a line matches `ready` (see ./process.ts). */
+/** Spawns a server as `user` (see ./process.ts). */
 export async function startAs (user: RunAs | undefined, command: string, args: string[], ready: RegExp, timeoutMs = 30000): Promise<ServerProcess> {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: '/', ...(user ?? {}) })
-  running.add(child)
-  const lines: string[] = []
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => {
-    running.delete(child)
-    resolve(code ?? signal ?? -1)
-  }))
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error(`${command} did not become ready within ${timeoutMs}ms:\n${lines.join('\n')}`))
-    }, timeoutMs)
-    const onLine = (line: string): void => {
-      lines.push(line)
-      if (ready.test(line)) {
-        clearTimeout(timer)
-        resolve()
-      }
-    }
-    createInterface({ input: child.stdout }).on('line', onLine)
-    createInterface({ input: child.stderr }).on('line', onLine)
-    child.once('error', (err) => {
-      clearTimeout(timer)
-      reject(err)
-    })
-    void exited.then((code) => {
-      clearTimeout(timer)
-      reject(new Error(`${command} exited (${code}) before it was ready:\n${lines.join('\n')}`))
-    })
-  })
-  return { child, lines, exited }
+  return await startProcess(command, args, ready, timeoutMs, { cwd: '/', ...(user ?? {}) })
 }
 
 export interface SqlServer {

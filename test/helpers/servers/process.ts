@@ -2,7 +2,7 @@
 // for until it prints a ready line, stopped (SIGTERM, then SIGKILL) or killed
 // (SIGKILL). Every process still running when the test process exits is
 // killed, so a failed test leaves no server behind.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { connect } from 'node:net'
 import { createInterface } from 'node:readline'
 
@@ -33,10 +33,10 @@ export async function accepts (port: number): Promise<boolean> {
 /**
  * Spawns `command` and resolves once it is ready: a line of its output matches
  * `ready`, or (a port) it accepts connections there. Rejects if it exits first
- * or `timeoutMs` passes.
+ * or `timeoutMs` passes. `options`: e.g. the `uid`/`gid` and `cwd` to run it with.
  */
-export async function startProcess (command: string, args: string[], ready: RegExp | number, timeoutMs = 15000): Promise<ServerProcess> {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+export async function startProcess (command: string, args: string[], ready: RegExp | number, timeoutMs = 15000, options: Pick<SpawnOptions, 'uid' | 'gid' | 'cwd'> = {}): Promise<ServerProcess> {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
   running.add(child)
   const lines: string[] = []
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => {
