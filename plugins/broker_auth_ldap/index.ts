@@ -4,12 +4,12 @@
 // userPassword. See README.md.
 import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
 import { backendAuthenticator, type StoredUser } from '../../lib/access/backend/handlers.js'
-import type { QueryValues } from '../../lib/access/backend/placeholders.js'
+import { fillTemplate, type QueryValues } from '../../lib/access/backend/placeholders.js'
 import { serverText } from '../../lib/access/backend/settings.js'
 import type { Logger } from '../../lib/log.js'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { Directory } from './directory.js'
-import { escapeDnValue, escapeFilterValue, fillEscaped } from './escape.js'
+import { escapeDnValue, escapeFilterValue } from './escape.js'
 import { schema, type AuthLdapConfig } from './settings.js'
 import { ldapPasswordChecker } from './user-password.js'
 
@@ -22,8 +22,8 @@ const slot = new BackendSlot()
 /** The user's entry and its first password value; undefined when there is none (or, logged, more than one). */
 function finder (dir: Directory, config: AuthLdapConfig, logger: Logger): (values: QueryValues) => Promise<StoredUser | undefined> {
   return async (values) => {
-    const base = fillEscaped(config['auth.ldap.auth_dn'], values, escapeDnValue)
-    const filter = fillEscaped(config['auth.ldap.filter'], values, escapeFilterValue)
+    const base = fillTemplate(config['auth.ldap.auth_dn'], values, escapeDnValue)
+    const filter = fillTemplate(config['auth.ldap.filter'], values, escapeFilterValue)
     if (base === undefined || filter === undefined) return undefined
     const entries = await dir.search(base, config['auth.ldap.scope'], filter, config['auth.ldap.password_attribute'])
     if (entries.length > 1) {

@@ -61,8 +61,11 @@ export function placeholderValue (placeholder: Placeholder, values: QueryValues)
   }
 }
 
-/** The template with every placeholder filled; undefined when one of them has no value. */
-export function fillTemplate (template: string | TemplatePart[], values: QueryValues): string | undefined {
+/**
+ * The template with every placeholder filled (each value through `escape`,
+ * e.g. LDAP's DN or filter escaping); undefined when one of them has no value.
+ */
+export function fillTemplate (template: string | TemplatePart[], values: QueryValues, escape: (value: string) => string = (value) => value): string | undefined {
   const parts = typeof template === 'string' ? parseTemplate(template) : template
   let out = ''
   for (const part of parts) {
@@ -72,7 +75,7 @@ export function fillTemplate (template: string | TemplatePart[], values: QueryVa
     }
     const value = placeholderValue(part.placeholder, values)
     if (value === undefined) return undefined
-    out += value
+    out += escape(value)
   }
   return out
 }
