@@ -27,8 +27,6 @@ export const VERIFIED_TTL_MS = 30_000
 export class Users {
   /** key of a successful check → when it expires, and the stored hash it matched */
   readonly #verified = new Map<string, { until: number, stored: string }>()
-  /** counts the changes that forgot every check */
-  #generation = 0
 
   constructor (private readonly store: PluginStore, readonly defaultUser: { login: string, password: string }, private readonly now: () => number = Date.now) {}
 
@@ -67,13 +65,11 @@ export class Users {
     const user = await this.#get(username)
     if (user === undefined) return
     await this.#put({ ...user, password: await hashForStorage(password) })
-    this.#forget()
   }
 
   async remove (username: string): Promise<boolean> {
     if (await this.#get(username) === undefined) return false
     await this.store.del(PREFIX + username)
-    this.#forget()
     return true
   }
 
@@ -81,21 +77,14 @@ export class Users {
   async verify (username: string, password: string): Promise<boolean> {
     const key = createHash('sha256').update(JSON.stringify([username, password])).digest('hex')
     const now = this.now()
-    const generation = this.#generation
     const user = await this.#get(username)
     const remembered = this.#verified.get(key)
     if (user !== undefined && remembered !== undefined && remembered.until > now && remembered.stored === user.password) return true
     this.#verified.delete(key)
     const ok = user !== undefined && await verifyStored(password, user.password)
-    // a change made while this check ran may have made its answer stale: not remembered then
-    if (ok && generation === this.#generation) this.#verified.set(key, { until: now + VERIFIED_TTL_MS, stored: user.password })
+    // remembered with the hash it matched: any later change of the stored user ends it
+    if (ok) this.#verified.set(key, { until: now + VERIFIED_TTL_MS, stored: user.password })
     return ok
-  }
-
-  /** After a password change or a removal: no remembered check holds. */
-  #forget (): void {
-    this.#verified.clear()
-    this.#generation++
   }
 
   async #get (username: string): Promise<StoredUser | undefined> {
