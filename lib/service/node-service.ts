@@ -334,11 +334,8 @@ export class NodeService {
 
   /** Re-reads a plugin's settings and restarts it (loads it when inactive). */
   async reloadPlugin (name: string): Promise<void> {
-    await this.#pluginOperation(async () => {
-      const host = this.#host()
-      host.configFile(name)
-      await host.reload(name)
-    })
+    // an unknown plugin is inactive, so reload goes to load, which refuses it (not_found)
+    await this.#pluginOperation(async () => await this.#host().reload(name))
   }
 
   /**
