@@ -1,4 +1,4 @@
-// The three security fixes the Aedes beta lacks (patches/aedes+2.0.0-beta.1.patch):
+// The three security fixes the Aedes beta lacks (patches/aedes+2.0.0-beta.1+NNN+*.patch):
 // prototype-named client ids, the inbound QoS 2 cap, and clean start clearing
 // the previous session's inbound QoS 2 state.
 import t from 'tap'

@@ -1,5 +1,5 @@
 // Builds the Aedes engine from the node's configuration. Aedes is patched
-// (patches/aedes+2.0.0-beta.1.patch, see docs/architecture.md); the options
+// (patches/aedes+2.0.0-beta.1+NNN+*.patch, see docs/architecture.md); the options
 // marked below exist only with the patch.
 import { Aedes, type AedesOptions, type Client } from 'aedes'
 import type { Packet } from 'mqtt-packet'
