@@ -12,6 +12,7 @@ import { clientState } from './access/client-state.js'
 import type { Config } from './config/store.js'
 import { createCallbacks } from './engine/callbacks.js'
 import { createEngine } from './engine/create.js'
+import { assertEnginePatched } from './engine/patch-check.js'
 import { engineClient } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
@@ -139,6 +140,7 @@ export class BrokerNode {
   }
 
   static async start ({ config, logger, root, pluginDirs = [] }: NodeOptions): Promise<BrokerNode> {
+    assertEnginePatched(root)
     const dataDir = resolvePath(root, config.get('node.data_dir'))
     const lifecycle = new NodeLifecycle()
     const backend = await openBackend(config, dataDir)
