@@ -1,4 +1,4 @@
-// Aedes' own test suite, part 1 of 3, against the patched engine (issue 15 #15):
+// Aedes' own test suite, part 1 of 4, against the patched engine (issue 15 #15):
 // every changed outcome is listed, with why, in patches/aedes-upstream-tests.json.
 import t from 'tap'
 import { checkUpstreamPart } from './helpers/aedes-upstream.js'

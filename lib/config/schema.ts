@@ -92,6 +92,7 @@ export const schema = {
   'zone.external.subscription_identifiers': flag(true),
   'zone.external.shared_subscription': flag(true),
   'zone.external.max_topic_alias': integer(65535, 0, 65535),
+  'zone.external.server_keepalive': integer(0, 0, 65535),
 
   'plugins.etc_dir': string('etc/plugins'),
 

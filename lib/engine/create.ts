@@ -9,6 +9,7 @@ import type { EnhancedAuth } from '../access/enhanced-auth.js'
 import type { SessionTimers } from './session-timers.js'
 import type { SharedSubscriptions } from './shared-subscriptions.js'
 import type { AedesPersistence } from './store.js'
+import { imposeServerKeepAlive } from './internals.js'
 
 /** Aedes clamps topic levels to 1..100; EMQ X writes 0 for "no limit". */
 const MAX_TOPIC_LEVELS = 100
@@ -84,9 +85,30 @@ export async function createEngine ({ config, persistence, mq, callbacks, shared
     sharedSubscriptions: config.get('zone.external.shared_subscription') ? shared : undefined,
     enhancedAuth: enhanced,
     timerStore: timers,
-    ...callbacks
+    ...callbacks,
+    authenticate: withServerKeepAlive(config, callbacks.authenticate)
   }
   const engine = await Aedes.createBroker(options)
   shared.attach(engine)
   return engine
+}
+
+type Authenticate = NonNullable<AedesOptions['authenticate']>
+
+/**
+ * `zone.external.server_keepalive` (EMQ X): when set, an MQTT 5 client is told
+ * the keep-alive it must use (CONNACK Server Keep Alive) and held to it; MQTT
+ * 3.x clients keep their own. Read at each CONNECT, so a change applies to the
+ * next connections.
+ */
+function withServerKeepAlive (config: Config, authenticate: Authenticate | undefined): Authenticate {
+  return (client, username, password, done) => {
+    const finish: typeof done = (err, ok) => {
+      const seconds = config.get('zone.external.server_keepalive')
+      if (err === null && ok && seconds > 0 && client.version === 5) imposeServerKeepAlive(client, seconds)
+      done(err, ok)
+    }
+    if (authenticate === undefined) return finish(null, true)
+    authenticate(client, username, password, finish)
+  }
 }

@@ -168,3 +168,12 @@ export function packetObservers (engine: Aedes): EngineObservers {
 export function setPacketObservers (engine: Aedes, observers: EngineObservers): void {
   Object.assign(engine as unknown as EngineObservers, observers)
 }
+
+/**
+ * MQTT 5 Server Keep Alive: the engine advertises `_serverKeepAlive` in CONNACK
+ * and arms the keep-alive timer with it instead of the client's value (its
+ * connect steps read it after authentication).
+ */
+export function imposeServerKeepAlive (client: Client, seconds: number): void {
+  (client as unknown as { _serverKeepAlive?: number })._serverKeepAlive = seconds
+}

@@ -1,0 +1,6 @@
+// Aedes' own test suite, part 4 of 4, against the patched engine (issue 15 #15):
+// every changed outcome is listed, with why, in patches/aedes-upstream-tests.json.
+import t from 'tap'
+import { checkUpstreamPart } from './helpers/aedes-upstream.js'
+
+t.test('Aedes upstream tests, part 4', async (t) => { await checkUpstreamPart(t, 3) })
