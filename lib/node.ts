@@ -186,6 +186,10 @@ export class BrokerNode {
       const tracer = new Tracer(engine, logger)
       clustering = await joinCluster({ config, backend, service, shared, engineId: engine.id, logger })
       service.cluster = clustering.cluster
+      // mqtt.acl_file is live: the rules are read again when it changes (a bad file keeps the rules in force)
+      config.on('change', (key: string) => {
+        if (key === 'mqtt.acl_file') service.reloadAcl().catch((err: Error) => logger.error({ err }, 'acl file not reloaded'))
+      })
       observability.nodeNames = clustering.liveNodes
       const observed = observability
       clustering.onMembersChanged(() => observed.sysTopics.brokers())

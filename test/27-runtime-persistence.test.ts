@@ -78,9 +78,9 @@ t.test('changeSetting: kept at once, a start-time value removes the line, refusa
   t.equal(await readFile(overrides, 'utf8'), HEADER + 'mqtt.max_packet_size = 2KB\n')
 
   t.throws(() => changeSetting(config, 'mqtt.max_packet_size', 'huge', 'management api'), { name: 'ConfigError', message: 'management api: mqtt.max_packet_size: ' })
-  t.throws(() => changeSetting(config, 'node.data_dir', '/elsewhere', 'management api'), { message: 'node.data_dir: cannot be changed at run time' })
+  t.throws(() => changeSetting(config, 'node.data_dir', '/elsewhere', 'management api'), { name: 'SettingKindError', message: 'node.data_dir is fixed' })
   t.throws(() => changeSetting(config, 'broker.no_such_key', '1', 'management api'), { message: 'unknown setting' })
-  t.throws(() => changeSetting(config, 'node.name', 'a\nb', 'management api'), { message: 'cannot be written' })
+  t.throws(() => changeSetting(config, 'zone.external.mountpoint', 'a\nb', 'management api'), { message: 'cannot be written' })
   t.equal(await readFile(overrides, 'utf8'), HEADER + 'mqtt.max_packet_size = 2KB\n')
 
   // a folder where the file should be: the rename fails, for root too

@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises'
 import { isDeepStrictEqual } from 'node:util'
 import type { Logger } from '../log.js'
 import { ConfigError, parseConfigText, type ConfigLine } from './parse.js'
-import type { SettingKey } from './schema.js'
+import { schema, type SettingKey } from './schema.js'
 import type { Config } from './store.js'
 
 export const OVERRIDE_FILE = 'configs.override'
@@ -90,19 +90,37 @@ export class ConfigOverrides {
    * left as it was).
    */
   change (config: Config, key: string, value: string, origin: string): void {
+    const { values, atStart } = this.#with(config, key, value, origin)
+    const previous = config.items().find((item) => item.key === key)!
+    config.set(key, value, atStart ? this.base.origin(key as SettingKey) : `${this.file} (${origin})`)
+    try {
+      this.#write(values)
+    } catch (err) {
+      config.set(key, previous.value, previous.origin)
+      throw err
+    }
+  }
+
+  /** Keeps `key = value` for the next start only (a `restart` setting); the running value stays. */
+  storeForNextStart (config: Config, key: string, value: string, origin: string): void {
+    this.#write(this.#with(config, key, value, origin).values)
+  }
+
+  #with (config: Config, key: string, value: string, origin: string): { values: Map<string, string>, atStart: boolean } {
     const parsed = config.parse(key, value, origin)
     if (NOT_OVERRIDABLE.has(key)) throw new ConfigError(origin, `${key}: cannot be changed at run time`)
     if (confValue(value) === undefined) throw new ConfigError(origin, `${key}: the value cannot be written to ${this.file}`)
     const atStart = isDeepStrictEqual(parsed, this.base.get(key as SettingKey))
-    const previous = config.items().find((item) => item.key === key)!
     const values = new Map(this.#values)
     if (atStart) values.delete(key)
     else values.set(key, value)
-    config.set(key, value, atStart ? this.base.origin(key as SettingKey) : `${this.file} (${origin})`)
+    return { values, atStart }
+  }
+
+  #write (values: Map<string, string>): void {
     try {
       writeOverrides(this.file, values)
     } catch (err) {
-      config.set(key, previous.value, previous.origin)
       throw new OverrideWriteError(this.file, err)
     }
     this.#values.clear()
@@ -110,8 +128,30 @@ export class ConfigOverrides {
   }
 }
 
-/** Changes a setting at run time: kept in the overrides when the config has them, else for this run only. */
-export function changeSetting (config: Config, key: string, value: string, origin: string): void {
+/** A change refused because of the setting's kind (lib/config/types.ts). */
+export class SettingKindError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'SettingKindError'
+  }
+}
+
+/**
+ * Changes a setting at run time: kept in the overrides when the config has
+ * them, else for this run only. A `restart` setting is refused unless
+ * `nextStart`, which stores it for the next start without applying it; a
+ * `fixed` one is always refused.
+ */
+export function changeSetting (config: Config, key: string, value: string, origin: string, nextStart = false): void {
+  config.parse(key, value, origin)
+  const kind = schema[key as SettingKey].kind
+  if (kind === 'fixed') throw new SettingKindError(`${key} is fixed: it cannot change while the node runs (set it in etc/broker.conf)`)
+  if (kind === 'restart') {
+    if (!nextStart) throw new SettingKindError(`${key} takes effect at the next start (kind restart): ask for next_start to store it for then`)
+    if (config.overrides === undefined) throw new SettingKindError(`${key}: this node keeps no runtime overrides to store it in`)
+    config.overrides.storeForNextStart(config, key, value, origin)
+    return
+  }
   if (config.overrides === undefined) config.set(key, value, origin)
   else config.overrides.change(config, key, value, origin)
 }

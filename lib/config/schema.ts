@@ -1,71 +1,73 @@
-// Every setting of etc/broker.conf: its type, default and owning application.
+// Every setting of etc/broker.conf: its type, default, owning application and
+// kind (live unless wrapped: `restart` takes effect at the next start, `fixed`
+// never changes while the node runs; lib/config/types.ts).
 // etc/broker.conf documents each key for users; this table is what the code
 // trusts. Keys follow EMQ X 3.x names (SPEC §8, §2.14).
-import { bytesize, choice, duration, flag, integer, listenAddress, rate, string, type Setting } from './types.js'
+import { bytesize, choice, duration, fixed, flag, integer, listenAddress, rate, restart, string, type Setting } from './types.js'
 
 const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const
 const VERIFY = ['verify_none', 'verify_peer'] as const
 
 export const schema = {
-  'node.name': string('broker@127.0.0.1'),
-  'node.data_dir': string('data'),
+  'node.name': fixed(string('broker@127.0.0.1')),
+  'node.data_dir': fixed(string('data')),
   'node.drain_rate': integer(100, 1),
 
-  'cluster.name': string('brokercluster'),
-  'cluster.discovery': choice(['manual', 'redis'] as const, 'manual'),
-  'cluster.redis.server': string('127.0.0.1:6379'),
-  'cluster.redis.sentinel': string(''),
-  'cluster.redis.password': string(''),
-  'cluster.redis.database': integer(0, 0, 15),
-  'cluster.heartbeat_interval': duration('2s'),
-  'cluster.rpc_timeout': duration('5s'),
+  'cluster.name': restart(string('brokercluster')),
+  'cluster.discovery': restart(choice(['manual', 'redis'] as const, 'manual')),
+  'cluster.redis.server': restart(string('127.0.0.1:6379')),
+  'cluster.redis.sentinel': restart(string('')),
+  'cluster.redis.password': restart(string('')),
+  'cluster.redis.database': restart(integer(0, 0, 15)),
+  'cluster.heartbeat_interval': restart(duration('2s')),
+  'cluster.rpc_timeout': restart(duration('5s')),
 
   'log.console.level': choice(LOG_LEVELS, 'notice'),
-  'log.console.format': choice(['auto', 'text', 'json'] as const, 'auto'),
-  'log.file': string(''),
+  'log.console.format': restart(choice(['auto', 'text', 'json'] as const, 'auto')),
+  'log.file': restart(string('')),
   'log.file.level': choice(LOG_LEVELS, 'notice'),
-  'log.file.max_size': bytesize('10MB'),
-  'log.file.max_count': integer(5, 1, 1000),
+  'log.file.max_size': restart(bytesize('10MB')),
+  'log.file.max_count': restart(integer(5, 1, 1000)),
 
-  'listener.tcp.external': listenAddress('0.0.0.0:1883'),
-  'listener.tcp.external.acceptors': integer(8, 1),
+  'listener.tcp.external': restart(listenAddress('0.0.0.0:1883')),
+  'listener.tcp.external.acceptors': restart(integer(8, 1)),
   'listener.tcp.external.max_connections': integer(1024000, 1),
   'listener.tcp.external.max_conn_rate': rate(1000),
-  'listener.tcp.external.proxy_protocol': flag(false),
-  'listener.tcp.external.proxy_protocol_timeout': duration('3s'),
+  'listener.tcp.external.proxy_protocol': restart(flag(false)),
+  'listener.tcp.external.proxy_protocol_timeout': restart(duration('3s')),
 
-  'listener.ssl.external': listenAddress('8883'),
-  'listener.ssl.external.acceptors': integer(16, 1),
+  'listener.ssl.external': restart(listenAddress('8883')),
+  'listener.ssl.external.acceptors': restart(integer(16, 1)),
   'listener.ssl.external.max_connections': integer(102400, 1),
   'listener.ssl.external.max_conn_rate': rate(500),
-  'listener.ssl.external.keyfile': string('etc/certs/key.pem'),
-  'listener.ssl.external.certfile': string('etc/certs/cert.pem'),
-  'listener.ssl.external.cacertfile': string('etc/certs/cacert.pem'),
-  'listener.ssl.external.verify': choice(VERIFY, 'verify_none'),
-  'listener.ssl.external.fail_if_no_peer_cert': flag(false),
-  'listener.ssl.external.proxy_protocol': flag(false),
-  'listener.ssl.external.proxy_protocol_timeout': duration('3s'),
+  'listener.ssl.external.keyfile': restart(string('etc/certs/key.pem')),
+  'listener.ssl.external.certfile': restart(string('etc/certs/cert.pem')),
+  'listener.ssl.external.cacertfile': restart(string('etc/certs/cacert.pem')),
+  'listener.ssl.external.verify': restart(choice(VERIFY, 'verify_none')),
+  'listener.ssl.external.fail_if_no_peer_cert': restart(flag(false)),
+  'listener.ssl.external.proxy_protocol': restart(flag(false)),
+  'listener.ssl.external.proxy_protocol_timeout': restart(duration('3s')),
 
-  'listener.ws.external': listenAddress('8083'),
-  'listener.ws.external.acceptors': integer(4, 1),
+  'listener.ws.external': restart(listenAddress('8083')),
+  'listener.ws.external.acceptors': restart(integer(4, 1)),
   'listener.ws.external.max_clients': integer(64, 1),
   'listener.ws.external.max_conn_rate': rate(1000),
-  'listener.ws.external.mqtt_path': string('/mqtt'),
-  'listener.ws.external.proxy_address_header': string(''),
-  'listener.ws.external.proxy_port_header': string(''),
+  'listener.ws.external.mqtt_path': restart(string('/mqtt')),
+  'listener.ws.external.proxy_address_header': restart(string('')),
+  'listener.ws.external.proxy_port_header': restart(string('')),
 
-  'listener.wss.external': listenAddress('8084'),
-  'listener.wss.external.acceptors': integer(4, 1),
+  'listener.wss.external': restart(listenAddress('8084')),
+  'listener.wss.external.acceptors': restart(integer(4, 1)),
   'listener.wss.external.max_clients': integer(64, 1),
   'listener.wss.external.max_conn_rate': rate(1000),
-  'listener.wss.external.mqtt_path': string('/mqtt'),
-  'listener.wss.external.keyfile': string('etc/certs/key.pem'),
-  'listener.wss.external.certfile': string('etc/certs/cert.pem'),
-  'listener.wss.external.cacertfile': string('etc/certs/cacert.pem'),
-  'listener.wss.external.verify': choice(VERIFY, 'verify_none'),
-  'listener.wss.external.fail_if_no_peer_cert': flag(false),
-  'listener.wss.external.proxy_address_header': string(''),
-  'listener.wss.external.proxy_port_header': string(''),
+  'listener.wss.external.mqtt_path': restart(string('/mqtt')),
+  'listener.wss.external.keyfile': restart(string('etc/certs/key.pem')),
+  'listener.wss.external.certfile': restart(string('etc/certs/cert.pem')),
+  'listener.wss.external.cacertfile': restart(string('etc/certs/cacert.pem')),
+  'listener.wss.external.verify': restart(choice(VERIFY, 'verify_none')),
+  'listener.wss.external.fail_if_no_peer_cert': restart(flag(false)),
+  'listener.wss.external.proxy_address_header': restart(string('')),
+  'listener.wss.external.proxy_port_header': restart(string('')),
 
   'mqtt.allow_anonymous': flag(true),
   'mqtt.acl_nomatch': choice(['allow', 'deny'] as const, 'allow'),
@@ -94,7 +96,7 @@ export const schema = {
   'zone.external.max_topic_alias': integer(65535, 0, 65535),
   'zone.external.server_keepalive': integer(0, 0, 65535),
 
-  'plugins.etc_dir': string('etc/plugins'),
+  'plugins.etc_dir': restart(string('etc/plugins')),
 
   'retainer.expiry_interval': duration('0', 'broker_retainer'),
   'retainer.max_payload_size': bytesize('1MB', 'broker_retainer'),
@@ -134,6 +136,7 @@ export function isSettingKey (key: string): key is SettingKey {
 function percent (def: string): Setting<number> {
   return {
     datatype: 'string',
+    kind: 'live',
     default: def,
     app: 'broker',
     parse (raw) {

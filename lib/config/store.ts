@@ -5,8 +5,9 @@ import { EventEmitter } from 'node:events'
 import { ConfigError, type ConfigLine } from './parse.js'
 import type { ConfigOverrides } from './overrides.js'
 import { isSettingKey, schema, type SettingKey, type SettingValue } from './schema.js'
+import type { SettingKind } from './types.js'
 
-export interface ConfigItem { key: SettingKey, value: string, datatype: string, app: string, origin: string }
+export interface ConfigItem { key: SettingKey, value: string, datatype: string, app: string, kind: SettingKind, origin: string }
 
 export class Config extends EventEmitter {
   readonly #values = new Map<SettingKey, unknown>()
@@ -41,7 +42,7 @@ export class Config extends EventEmitter {
 
   items (): ConfigItem[] {
     return [...this.#raw].map(([key, { value, origin }]) => ({
-      key, value, datatype: schema[key].datatype, app: schema[key].app, origin
+      key, value, datatype: schema[key].datatype, app: schema[key].app, kind: schema[key].kind, origin
     }))
   }
 

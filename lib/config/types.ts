@@ -4,9 +4,17 @@
 
 export type Datatype = 'string' | 'integer' | 'enum' | 'duration' | 'bytesize'
 
+/**
+ * When a change made while the node runs takes effect: `live` at once (new
+ * connections at least), `restart` at the next start (refused at run time
+ * unless stored for then), `fixed` never at run time.
+ */
+export type SettingKind = 'live' | 'restart' | 'fixed'
+
 export interface Setting<T> {
   /** the §2.14 `datatpye` label shown by the management API */
   datatype: Datatype
+  kind: SettingKind
   default: string
   parse: (raw: string) => T
   /** the application that owns the item (§2.14 `app`) */
@@ -20,6 +28,7 @@ const INTEGER = /^-?\d+$/
 export function integer (def: number, min = 0, max = Number.MAX_SAFE_INTEGER, app = 'broker'): Setting<number> {
   return {
     datatype: 'integer',
+    kind: 'live',
     default: String(def),
     app,
     parse (raw) {
@@ -32,12 +41,13 @@ export function integer (def: number, min = 0, max = Number.MAX_SAFE_INTEGER, ap
 }
 
 export function string (def: string, app = 'broker'): Setting<string> {
-  return { datatype: 'string', default: def, app, parse: (raw) => raw }
+  return { datatype: 'string', kind: 'live', default: def, app, parse: (raw) => raw }
 }
 
 export function choice<const C extends readonly string[]> (choices: C, def: C[number], app = 'broker'): Setting<C[number]> {
   return {
     datatype: 'enum',
+    kind: 'live',
     default: def,
     app,
     parse (raw) {
@@ -54,6 +64,7 @@ const FALSE = new Set(['false', 'off', 'no', 'disable'])
 export function flag (def: boolean, app = 'broker'): Setting<boolean> {
   return {
     datatype: 'enum',
+    kind: 'live',
     default: def ? 'true' : 'false',
     app,
     parse (raw) {
@@ -74,7 +85,7 @@ export function parseDuration (raw: string): number {
 }
 
 export function duration (def: string, app = 'broker'): Setting<number> {
-  return { datatype: 'duration', default: def, app, parse: parseDuration }
+  return { datatype: 'duration', kind: 'live', default: def, app, parse: parseDuration }
 }
 
 const SIZE_UNITS: Record<string, number> = { '': 1, B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }
@@ -87,13 +98,14 @@ export function parseBytesize (raw: string): number {
 }
 
 export function bytesize (def: string, app = 'broker'): Setting<number> {
-  return { datatype: 'bytesize', default: def, app, parse: parseBytesize }
+  return { datatype: 'bytesize', kind: 'live', default: def, app, parse: parseBytesize }
 }
 
 /** `off`, a port (`1883`), or `address:port` (`0.0.0.0:1883`, `[::1]:1883`). */
 export function listenAddress (def: string): Setting<ListenAddress | null> {
   return {
     datatype: 'string',
+    kind: 'live',
     default: def,
     app: 'broker',
     parse (raw) {
@@ -112,6 +124,7 @@ export function listenAddress (def: string): Setting<ListenAddress | null> {
 export function rate (def: number): Setting<number> {
   return {
     datatype: 'integer',
+    kind: 'live',
     default: String(def),
     app: 'broker',
     parse (raw) {
@@ -120,4 +133,14 @@ export function rate (def: number): Setting<number> {
       return Number(m[1])
     }
   }
+}
+
+/** A setting that takes effect at the next start. */
+export function restart<T> (setting: Setting<T>): Setting<T> {
+  return { ...setting, kind: 'restart' }
+}
+
+/** A setting that cannot change while the node runs. */
+export function fixed<T> (setting: Setting<T>): Setting<T> {
+  return { ...setting, kind: 'fixed' }
 }

@@ -10,9 +10,7 @@ import type { SessionTimers } from './session-timers.js'
 import type { SharedSubscriptions } from './shared-subscriptions.js'
 import type { AedesPersistence } from './store.js'
 import { imposeServerKeepAlive } from './internals.js'
-
-/** Aedes clamps topic levels to 1..100; EMQ X writes 0 for "no limit". */
-const MAX_TOPIC_LEVELS = 100
+import { engineSettings, followEngineSettings } from './live-settings.js'
 
 /** Options the Aedes patch adds. */
 interface PatchedOptions {
@@ -61,35 +59,23 @@ export interface EngineOptions {
 }
 
 export async function createEngine ({ config, persistence, mq, callbacks, shared, enhanced, timers, id }: EngineOptions): Promise<Aedes> {
-  const options: AedesOptions & PatchedOptions = {
+  // the limits and capabilities come from the live settings' table (live-settings.ts)
+  const options = {
     id,
     persistence,
     ...(mq === undefined
       ? {}
       // in a cluster, a node that stops heartbeating is dead after 3 intervals and its clients' wills are published
       : { mq, heartbeatInterval: config.get('cluster.heartbeat_interval') }),
-    maxClientsIdLength: config.get('mqtt.max_clientid_len'),
-    maximumPacketSize: config.get('mqtt.max_packet_size'),
-    maxTopicLevels: config.get('mqtt.max_topic_levels') || MAX_TOPIC_LEVELS,
-    sessionExpiryIntervalLimit: Math.floor(config.get('zone.external.session_expiry_interval') / 1000),
-    maxInflightInbound: config.get('zone.external.max_awaiting_rel'),
-    maxInflight: config.get('zone.external.max_inflight'),
-    maxQueuedMessages: config.get('zone.external.max_mqueue_len'),
-    topicAliasMaximum: config.get('zone.external.max_topic_alias'),
-    // the inbound window the broker enforces is the QoS 2 cap (max_awaiting_rel)
-    receiveMaximum: config.get('zone.external.max_awaiting_rel'),
-    maximumQoS: config.get('zone.external.max_qos_allowed'),
-    retainAvailable: config.get('zone.external.retain_available'),
-    wildcardSubscriptionAvailable: config.get('zone.external.wildcard_subscription'),
-    subscriptionIdentifiersAvailable: config.get('zone.external.subscription_identifiers'),
-    sharedSubscriptions: config.get('zone.external.shared_subscription') ? shared : undefined,
+    ...engineSettings(config, shared),
     enhancedAuth: enhanced,
     timerStore: timers,
     ...callbacks,
     authenticate: withServerKeepAlive(config, callbacks.authenticate)
-  }
+  } as AedesOptions & PatchedOptions
   const engine = await Aedes.createBroker(options)
   shared.attach(engine)
+  engine.once('closed', followEngineSettings(engine, config, shared))
   return engine
 }
 

@@ -61,6 +61,18 @@ export class ConnectionGate {
     this.#schedule()
   }
 
+  /** New limits (a setting changed at run time): they apply to the next sockets; those connected are never touched. */
+  setLimits (maxConnections: number, maxConnRate: number): void {
+    this.maxConnections = maxConnections
+    this.maxConnRate = maxConnRate
+    this.#tokens = Math.min(this.#tokens, maxConnRate)
+    if (maxConnRate === 0) {
+      if (this.#timer) clearTimeout(this.#timer)
+      this.#timer = null
+      for (const { socket, admit } of this.#waiting.splice(0)) if (!socket.destroyed) admit()
+    }
+  }
+
   close (): void {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null

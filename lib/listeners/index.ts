@@ -61,7 +61,26 @@ export async function createListeners (config: Config, root: string, handle: Con
       handle
     }))
   }
+  followGateLimits(config, listeners)
   return listeners
+}
+
+/** The settings each listener's gate takes its limits from, by transport. */
+const GATE_LIMITS = {
+  'mqtt:tcp': ['listener.tcp.external.max_connections', 'listener.tcp.external.max_conn_rate'],
+  'mqtt:ssl': ['listener.ssl.external.max_connections', 'listener.ssl.external.max_conn_rate'],
+  'mqtt:ws': ['listener.ws.external.max_clients', 'listener.ws.external.max_conn_rate'],
+  'mqtt:wss': ['listener.wss.external.max_clients', 'listener.wss.external.max_conn_rate']
+} as const
+
+/** Connection limits are live settings: a change applies to the listener's next sockets. */
+function followGateLimits (config: Config, listeners: Listener[]): void {
+  config.on('change', (key: string) => {
+    for (const listener of listeners) {
+      const [max, rate] = GATE_LIMITS[listener.protocol as keyof typeof GATE_LIMITS] ?? []
+      if (max !== undefined && (key === max || key === rate)) listener.gate.setLimits(config.get(max), config.get(rate))
+    }
+  })
 }
 
 /** The proxy headers a WebSocket listener reads (docs/listeners-proxy.md); an empty setting is unset. */

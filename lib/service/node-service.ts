@@ -98,7 +98,8 @@ export interface ListenerRecord {
 }
 
 /** SPEC §2.14, `datatpye` spelt as the spec spells it */
-export interface ConfigRecord { key: string, value: string, datatpye: string, app: string }
+/** SPEC §2.14, plus `kind`: when a change made at run time takes effect (live, restart, fixed) */
+export interface ConfigRecord { key: string, value: string, datatpye: string, app: string, kind: string }
 
 /** SPEC §2.15 */
 export interface PluginSettingRecord { key: string, value: string, desc: string, required: boolean }
@@ -390,7 +391,7 @@ export class NodeService {
   // --- configuration (§2.14) ---
 
   configs (): ConfigRecord[] {
-    return this.parts.config.items().map(({ key, value, datatype, app }) => ({ key, value, datatpye: datatype, app }))
+    return this.parts.config.items().map(({ key, value, datatype, app, kind }) => ({ key, value, datatpye: datatype, app, kind }))
   }
 
   /**
@@ -398,11 +399,11 @@ export class NodeService {
    * on the `change` event) and keeps it in <data_dir>/configs.override when
    * the configuration has overrides (lib/config/overrides.ts).
    */
-  setConfig (app: string, key: string, value: string, origin = 'management api'): void {
+  setConfig (app: string, key: string, value: string, origin = 'management api', nextStart = false): void {
     const item = this.parts.config.items().find((i) => i.key === key)
     if (item === undefined || item.app !== app) throw new ServiceError('not_found', `no setting ${key} in ${app}`)
     try {
-      changeSetting(this.parts.config, key, value, origin)
+      changeSetting(this.parts.config, key, value, origin, nextStart)
     } catch (err) {
       throw new ServiceError(err instanceof OverrideWriteError ? 'failed' : 'bad_value', (err as Error).message)
     }

@@ -109,7 +109,8 @@ function publicApp ({ secret: _secret, ...app }: App): Omit<App, 'secret'> {
 
 const qos = Joi.number().integer().valid(0, 1, 2)
 /** `{key, value}` of PUT /configs/:app and /nodes/:node/configs/:app (§2.14) */
-const configItem = Joi.object({ key: Joi.string().required(), value: Joi.string().allow('').required() })
+// next_start: store a `restart` setting for the next start (it is refused otherwise)
+const configItem = Joi.object({ key: Joi.string().required(), value: Joi.string().allow('').required(), next_start: Joi.boolean().default(false) })
 const nonEmpty = Joi.string().min(1)
 const credential = Joi.string().allow('').required()
 
@@ -328,8 +329,8 @@ export const routes: readonly Route[] = [
     method: 'PUT', path: '/configs/:app', name: 'update_config', descr: 'Update a config item on every node',
     validate: { payload: configItem },
     handler: async ({ params, payload }, { node }) => {
-      const { key, value } = payload as { key: string, value: string }
-      await everyNode(node, 'setConfig', params.app, key, value)
+      const { key, value, next_start: nextStart } = payload as { key: string, value: string, next_start: boolean }
+      await everyNode(node, 'setConfig', params.app, key, value, 'management api', nextStart)
       return OK
     }
   },
@@ -337,8 +338,8 @@ export const routes: readonly Route[] = [
     method: 'PUT', path: '/nodes/:node/configs/:app', name: 'update_node_config', descr: 'Update a config item on a node',
     validate: { payload: configItem },
     handler: async ({ params, payload }, { node }) => {
-      const { key, value } = payload as { key: string, value: string }
-      await onNode(node, params.node, 'setConfig', params.app, key, value)
+      const { key, value, next_start: nextStart } = payload as { key: string, value: string, next_start: boolean }
+      await onNode(node, params.node, 'setConfig', params.app, key, value, 'management api', nextStart)
       return OK
     }
   },
