@@ -9,6 +9,8 @@ import type { EnhancedAuth } from '../access/enhanced-auth.js'
 import type { SessionTimers } from './session-timers.js'
 import type { SharedSubscriptions } from './shared-subscriptions.js'
 import type { AedesPersistence } from './store.js'
+import { createPacketValidator, type PacketRefusal } from './packet-validation.js'
+import { connectSessionExpiry } from './internals.js'
 
 /** Aedes clamps topic levels to 1..100; EMQ X writes 0 for "no limit". */
 const MAX_TOPIC_LEVELS = 100
@@ -40,6 +42,8 @@ interface PatchedOptions {
   enhancedAuth?: EnhancedAuth
   /** records session-expiry and will-delay timers */
   timerStore?: SessionTimers
+  /** checks every parsed packet before any handler; a refusal closes the connection with its reason */
+  validatePacket: (packet: Packet, client: Client) => PacketRefusal | undefined
 }
 
 export type PacketObserver = (client: Client, packet: Packet) => void
@@ -60,6 +64,7 @@ export interface EngineOptions {
 }
 
 export async function createEngine ({ config, persistence, mq, callbacks, shared, enhanced, timers, id }: EngineOptions): Promise<Aedes> {
+  const validate = createPacketValidator({ topicAliasMaximum: config.get('zone.external.max_topic_alias') })
   const options: AedesOptions & PatchedOptions = {
     id,
     persistence,
@@ -84,6 +89,7 @@ export async function createEngine ({ config, persistence, mq, callbacks, shared
     sharedSubscriptions: config.get('zone.external.shared_subscription') ? shared : undefined,
     enhancedAuth: enhanced,
     timerStore: timers,
+    validatePacket: (packet, client) => validate(packet, { connectSessionExpiry: connectSessionExpiry(client) }),
     ...callbacks
   }
   const engine = await Aedes.createBroker(options)
