@@ -106,7 +106,7 @@ t.test('a repeated Session Expiry Interval is refused with 0x82 and the node kee
 })
 
 t.test('properties repeated, misplaced or out of range are refused with their reason code (issue 14 #1)', async (t) => {
-  const broker = await startBroker()
+  const broker = await startBroker({ 'zone.external.max_topic_alias': 10 })
   t.teardown(broker.stop)
   const port = broker.port()
   const atConnect: Array<[string, number[], number, 'connect' | 'will']> = [
@@ -147,6 +147,7 @@ t.test('properties repeated, misplaced or out of range are refused with their re
     ['PUBLISH with Message Expiry Interval twice, first 0', publish([0x02, 0, 0, 0, 0, 0x02, 0, 0, 0, 9]), 0x82],
     ['PUBLISH with Payload Format Indicator 2', publish([0x01, 2]), 0x82],
     ['PUBLISH with Topic Alias 0', publish([0x23, 0, 0]), 0x94],
+    ['PUBLISH with Topic Alias 11 (maximum 10)', publish([0x23, 0, 11]), 0x94],
     ['PUBLISH with a Response Topic holding a wildcard', publish([0x08, 0, 3, 0x61, 0x2f, 0x23]), 0x82],
     ['SUBSCRIBE with Subscription Identifier 0', subscribe([0x0b, 0]), 0x82],
     ['SUBSCRIBE with two Subscription Identifiers', subscribe([0x0b, 1, 0x0b, 2]), 0x82],
@@ -158,6 +159,22 @@ t.test('properties repeated, misplaced or out of range are refused with their re
     t.equal(disconnect?.reasonCode, code, `${name}: DISCONNECT 0x${code.toString(16)}`)
     t.ok(closed, `${name}: closed`)
   }
+
+  // the largest timer inputs are valid: clamped, or re-armed past setTimeout's limit
+  const huge = await RawClient.open(port, 5)
+  t.teardown(() => huge.end())
+  const connack = await huge.connect({
+    clientId: 'huge',
+    keepalive: 65535,
+    properties: { sessionExpiryInterval: 0xfffffffe },
+    will: { topic: 'w/huge', payload: Buffer.from('x'), qos: 0, retain: false, properties: { willDelayInterval: 0xffffffff, messageExpiryInterval: 0xffffffff } }
+  })
+  t.equal(connack.reasonCode, 0, 'the largest Session Expiry, Will Delay, Message Expiry and keepalive are accepted')
+  t.equal(connack.properties?.sessionExpiryInterval, 7200, '…with the Session Expiry clamped to zone.external.session_expiry_interval')
+  huge.send({ cmd: 'publish', topic: 'huge/expiry', payload: 'x', qos: 1, messageId: 1, dup: false, retain: true, properties: { messageExpiryInterval: 0xffffffff } })
+  await huge.next('puback')
+  huge.end()
+  await huge.waitClosed()
   t.ok(await roundTrip(`mqtt://127.0.0.1:${port}`), 'the node still serves')
 })
 

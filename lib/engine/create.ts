@@ -64,7 +64,6 @@ export interface EngineOptions {
 }
 
 export async function createEngine ({ config, persistence, mq, callbacks, shared, enhanced, timers, id }: EngineOptions): Promise<Aedes> {
-  const validate = createPacketValidator({ topicAliasMaximum: config.get('zone.external.max_topic_alias') })
   const options: AedesOptions & PatchedOptions = {
     id,
     persistence,
@@ -89,7 +88,7 @@ export async function createEngine ({ config, persistence, mq, callbacks, shared
     sharedSubscriptions: config.get('zone.external.shared_subscription') ? shared : undefined,
     enhancedAuth: enhanced,
     timerStore: timers,
-    validatePacket: (packet, client) => validate(packet, { connectSessionExpiry: connectSessionExpiry(client) }),
+    validatePacket: createPacketValidator({ topicAliasMaximum: config.get('zone.external.max_topic_alias'), connectSessionExpiry }),
     ...callbacks
   }
   const engine = await Aedes.createBroker(options)

@@ -13,13 +13,14 @@ export interface PacketRefusal {
   message: string
 }
 
-/** The connection facts a check needs. */
-export interface ConnectionFacts {
-  /** Session Expiry Interval of the CONNECT (seconds); undefined before it */
-  connectSessionExpiry: number | undefined
-}
+export type PacketValidator<C> = (packet: Packet, client: C) => PacketRefusal | undefined
 
-export type PacketValidator = (packet: Packet, connection: ConnectionFacts) => PacketRefusal | undefined
+export interface ValidationSettings<C> {
+  /** `zone.external.max_topic_alias` */
+  topicAliasMaximum: number
+  /** the Session Expiry Interval of the client's CONNECT (seconds); undefined before it */
+  connectSessionExpiry: (client: C) => number | undefined
+}
 
 const MALFORMED = 0x81
 const PROTOCOL_ERROR = 0x82
@@ -60,8 +61,8 @@ interface ParsedPacket { cmd: string, malformedString?: true, properties?: Prope
 
 const refuse = (reasonCode: number, message: string, returnCode?: number): PacketRefusal => ({ reasonCode, message, returnCode })
 
-export function createPacketValidator ({ topicAliasMaximum }: { topicAliasMaximum: number }): PacketValidator {
-  return (packet, connection) => {
+export function createPacketValidator<C> (settings: ValidationSettings<C>): PacketValidator<C> {
+  return (packet, client) => {
     const parsed = packet as unknown as ParsedPacket
     if (parsed.cmd === 'connect') {
       const refusal = checkProtocol(parsed)
@@ -70,7 +71,7 @@ export function createPacketValidator ({ topicAliasMaximum }: { topicAliasMaximu
     if (parsed.malformedString === true) return refuse(MALFORMED, `${parsed.cmd}: a string is not well-formed UTF-8 or holds U+0000`)
     return checkProperties(parsed.cmd, parsed.properties) ??
       (parsed.cmd === 'connect' ? checkProperties('will', parsed.will?.properties) : undefined) ??
-      checkInContext(parsed, connection, topicAliasMaximum)
+      checkInContext(parsed, client, settings)
   }
 }
 
@@ -103,7 +104,7 @@ function checkProperties (where: string, properties: Properties | undefined): Pa
   return undefined
 }
 
-function checkInContext (packet: ParsedPacket, connection: ConnectionFacts, topicAliasMaximum: number): PacketRefusal | undefined {
+function checkInContext<C> (packet: ParsedPacket, client: C, { topicAliasMaximum, connectSessionExpiry }: ValidationSettings<C>): PacketRefusal | undefined {
   const properties = packet.properties
   if (properties === undefined) return undefined
   if (packet.cmd === 'publish') {
@@ -113,7 +114,7 @@ function checkInContext (packet: ParsedPacket, connection: ConnectionFacts, topi
       return refuse(TOPIC_ALIAS_INVALID, `topic alias ${alias} outside 1..${topicAliasMaximum}`)
     }
   }
-  if (packet.cmd === 'disconnect' && connection.connectSessionExpiry === 0 && (properties.sessionExpiryInterval as number) > 0) {
+  if (packet.cmd === 'disconnect' && (properties.sessionExpiryInterval as number) > 0 && connectSessionExpiry(client) === 0) {
     return refuse(PROTOCOL_ERROR, 'DISCONNECT sets a Session Expiry Interval after a CONNECT with 0')
   }
   return undefined
