@@ -9,8 +9,9 @@ import type { EnhancedAuth } from '../access/enhanced-auth.js'
 import type { SessionTimers } from './session-timers.js'
 import type { SharedSubscriptions } from './shared-subscriptions.js'
 import type { AedesPersistence } from './store.js'
-import { imposeServerKeepAlive } from './internals.js'
+import { connectSessionExpiry, imposeServerKeepAlive } from './internals.js'
 import { engineSettings, followEngineSettings } from './live-settings.js'
+import { createPacketValidator, type PacketRefusal } from './packet-validation.js'
 
 /** Options the Aedes patch adds. */
 interface PatchedOptions {
@@ -39,6 +40,8 @@ interface PatchedOptions {
   enhancedAuth?: EnhancedAuth
   /** records session-expiry and will-delay timers */
   timerStore?: SessionTimers
+  /** checks every parsed packet before any handler; a refusal closes the connection with its reason */
+  validatePacket: (packet: Packet, client: Client) => PacketRefusal | undefined
 }
 
 export type PacketObserver = (client: Client, packet: Packet) => void
@@ -70,6 +73,7 @@ export async function createEngine ({ config, persistence, mq, callbacks, shared
     ...engineSettings(config, shared),
     enhancedAuth: enhanced,
     timerStore: timers,
+    validatePacket: createPacketValidator({ topicAliasMaximum: () => config.get('zone.external.max_topic_alias'), connectSessionExpiry }),
     ...callbacks,
     authenticate: withServerKeepAlive(config, callbacks.authenticate)
   } as AedesOptions & PatchedOptions

@@ -17,6 +17,11 @@ export function engineClients (engine: Aedes): EngineClient[] {
   return Object.values((engine as unknown as EngineWithClients).clients).filter((c): c is EngineClient => c !== undefined)
 }
 
+/** The Session Expiry Interval the client's CONNECT asked for (seconds); undefined before the CONNECT. */
+export function connectSessionExpiry (client: Client): number | undefined {
+  return (client as unknown as { _connectSessionExpiryInterval?: number })._connectSessionExpiryInterval
+}
+
 /**
  * `messageDropped` (added by the Aedes patch): a message was not delivered to
  * a session because its queue was full (`reason` is `queue_full`).

@@ -10,6 +10,8 @@ import type { TextStore } from './text-store.js'
 import type { TimerOwnership } from '../cluster/timer-ownership.js'
 
 type Kind = 'session' | 'will'
+/** The longest delay setTimeout keeps. */
+const MAX_TIMER_MS = 2 ** 31 - 1
 interface TimerRecord { firesAt: number, will?: Record<string, unknown>, owner?: string }
 interface SessionPersistence {
   cleanSubscriptions: (client: { id: string }) => Promise<void>
@@ -114,9 +116,15 @@ export class SessionTimers {
         if (this.claim === undefined) this.cleared(kind, clientId)
       }).catch((err: Error) => this.logger.error({ err, clientId, kind }, 'restored timer failed'))
     }
-    const now = Date.now()
-    if (record.firesAt <= now) run()
-    else this.#restored.set(key, setTimeout(run, record.firesAt - now).unref())
+    // a record without a usable time is due now
+    if (Number.isFinite(record.firesAt) && record.firesAt > Date.now()) this.#arm(key, record.firesAt, run)
+    else run()
+  }
+
+  /** setTimeout fires at once past 2^31-1 ms (24.8 days): a later time is reached in steps. */
+  #arm (key: string, firesAt: number, run: () => void): void {
+    const wait = Math.min(firesAt - Date.now(), MAX_TIMER_MS)
+    this.#restored.set(key, setTimeout(() => firesAt <= Date.now() ? run() : this.#arm(key, firesAt, run), wait).unref())
   }
 
   async stop (): Promise<void> {

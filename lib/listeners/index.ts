@@ -43,6 +43,7 @@ export async function createListeners (config: Config, root: string, handle: Con
       acceptors: config.get('listener.ws.external.acceptors'),
       maxClients: config.get('listener.ws.external.max_clients'),
       maxConnRate: config.get('listener.ws.external.max_conn_rate'),
+      maxPacketSize: config.get('mqtt.max_packet_size'),
       ...proxyHeaders(config, 'listener.ws.external'),
       handle
     }))
@@ -56,6 +57,7 @@ export async function createListeners (config: Config, root: string, handle: Con
       acceptors: config.get('listener.wss.external.acceptors'),
       maxClients: config.get('listener.wss.external.max_clients'),
       maxConnRate: config.get('listener.wss.external.max_conn_rate'),
+      maxPacketSize: config.get('mqtt.max_packet_size'),
       tls: await tlsOptions(config, 'listener.wss.external', root),
       ...proxyHeaders(config, 'listener.wss.external'),
       handle

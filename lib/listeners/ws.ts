@@ -12,6 +12,19 @@ import { closeServer, listen, type ConnectionHandler, type Listener } from './li
 
 export const MQTT_SUBPROTOCOLS = new Set(['mqtt', 'mqttv3.1', 'mqttv3.1.1', 'mqttv5.0'])
 
+/** The largest MQTT packet there is: a 4-byte remaining length (268 435 455) and its fixed header. */
+const MQTT_MAX_PACKET = 268_435_455 + 5
+/**
+ * A WebSocket message may carry the tail of one packet and the head of the
+ * next besides a largest allowed packet; this much room is left for them.
+ */
+const WS_MESSAGE_ROOM = 4096
+
+/** The largest WebSocket message read for a `mqtt.max_packet_size` (0: no limit but MQTT's own). */
+export function wsMaxPayload (maxPacketSize: number): number {
+  return maxPacketSize > 0 ? maxPacketSize + WS_MESSAGE_ROOM : MQTT_MAX_PACKET
+}
+
 export interface WsListenerOptions {
   name: string
   address: ListenAddress
@@ -19,6 +32,8 @@ export interface WsListenerOptions {
   acceptors: number
   maxClients: number
   maxConnRate: number
+  /** `mqtt.max_packet_size`: a larger WebSocket message closes the connection before it is buffered */
+  maxPacketSize: number
   tls?: TlsOptions
   /** request header naming the client's address (set by a proxy in front), e.g. `X-Forwarded-For` */
   proxyAddressHeader?: string
@@ -71,7 +86,7 @@ export class WsListener implements Listener {
     this.address = { ...options.address }
     this.gate = new ConnectionGate(options.maxClients, options.maxConnRate)
     const addressHeader = options.proxyAddressHeader
-    this.#wss = new WebSocketServer({ noServer: true, handleProtocols: chooseSubprotocol, perMessageDeflate: false })
+    this.#wss = new WebSocketServer({ noServer: true, handleProtocols: chooseSubprotocol, perMessageDeflate: false, maxPayload: wsMaxPayload(options.maxPacketSize) })
     this.#server = secure ? createHttpsServer(options.tls!) : createServer()
     this.#server.on('request', (_req, res) => {
       res.writeHead(426, { 'content-type': 'text/plain' }).end(`MQTT over WebSocket is served at ${options.path}\n`)
