@@ -178,10 +178,30 @@ function matchWho(who: AclWho, client: AclClient): boolean {
 }
 
 /**
+ * Whether a client id or user name can stand for one topic level where a rule
+ * or mountpoint says %c / %u: not missing, not empty, no `+`, `#` or `/`
+ * (client id `+` must not get `clients/+/#` through `clients/%c/#`).
+ */
+export function isLevelValue(value: string | undefined): value is string {
+  if (value === undefined || value === '') return false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c === 43 /* + */ || c === 35 /* # */ || c === 47 /* / */) return false;
+  }
+  return true;
+}
+
+/** The client's value of a whole-level %u / %c; undefined when it cannot stand for a level. */
+function levelValue(variable: '%u' | '%c', client: AclClient): string | undefined {
+  const value = variable === '%u' ? client.username : client.clientId;
+  return isLevelValue(value) ? value : undefined;
+}
+
+/**
  * Match pre-split filter levels against a topic (whose levels are taken
  * literally, so a subscription filter can be checked too). With `client`,
  * whole levels %u / %c are the client's username / id compared literally;
- * a missing or empty one never matches.
+ * one that cannot stand for a level (see levelValue) never matches.
  */
 function matchLevels(levels: readonly string[], topic: string, client: AclClient | null): boolean {
   const first = levels[0];
@@ -198,8 +218,9 @@ function matchLevels(levels: readonly string[], topic: string, client: AclClient
       if (end - pos === 1 && topic.charCodeAt(pos) === 35 /* # */) return false;
     } else {
       if (client !== null && (want === '%u' || want === '%c')) {
-        want = want === '%u' ? client.username ?? '' : client.clientId;
-        if (want === '') return false;
+        const value = levelValue(want, client);
+        if (value === undefined) return false;
+        want = value;
       }
       if (end - pos !== want.length || !topic.startsWith(want, pos)) return false;
     }
@@ -230,8 +251,9 @@ function intersectLevels(levels: readonly string[], requested: string, client: A
     if (a === '#' || b === '#') return true;
     if (a === undefined || b === undefined) return a === b;
     if (client !== null && (a === '%u' || a === '%c')) {
-      a = a === '%u' ? client.username ?? '' : client.clientId;
-      if (a === '') return false;
+      const value = levelValue(a, client);
+      if (value === undefined) return false;
+      a = value;
     }
     if (a !== '+' && b !== '+' && a !== b) return false;
   }

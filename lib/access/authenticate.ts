@@ -10,7 +10,8 @@ import { connInfo } from '../listeners/conn-info.js'
 import type { Refusal as ListenerRefusal } from '../listeners/gate.js'
 import type { Logger } from '../log.js'
 import type { BannedList } from './banned.js'
-import { clientInfoOf, expandMountpoint, setClientState } from './client-state.js'
+import { clientInfoOf, setClientState } from './client-state.js'
+import { expandMountpoint } from './mountpoint.js'
 import { REFUSALS, type Refusal } from './refusals.js'
 import type { EnhancedAuth } from './enhanced-auth.js'
 
@@ -19,12 +20,37 @@ function refusal (reason: Refusal, message: string): AuthenticateError {
   return Object.assign(new Error(message), REFUSALS[reason]) as unknown as AuthenticateError
 }
 
-type Verdict = { allow: true, superuser: boolean, mountpoint?: string } | { allow: false, reason: Refusal, message: string }
+type Refused = { allow: false, reason: Refusal, message: string }
+/** `username`: the name the deciding backend matched, when it says (see AuthenticateAnswer) */
+type Verdict = { allow: true, superuser: boolean, mountpoint?: string, username?: string } | Refused
 
 export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, logger: Logger }
 
 
 export function createAuthenticate ({ config, hooks, banned, enhanced, logger }: AuthenticateDeps) {
+  function bannedRefusal (info: ClientInfo): Refused | undefined {
+    const ban = banned.match(info)
+    return ban === undefined ? undefined : { allow: false, reason: 'banned', message: `banned (${ban.as} ${ban.who}): ${ban.reason}` }
+  }
+
+  /**
+   * After the chain allowed: from here on the client is known by the user name
+   * the backend matched (`ALICE` or `alice ` that a case-insensitive backend
+   * let in as alice is alice for bans, ACL rules, mountpoint and listings).
+   */
+  function admit (info: ClientInfo, verdict: Verdict & { allow: true }): Refused | undefined {
+    if (verdict.username !== undefined && verdict.username !== info.username) {
+      info.username = verdict.username
+      const ban = bannedRefusal(info)
+      if (ban !== undefined) return ban
+    }
+    info.isSuperuser = verdict.superuser
+    const mounted = expandMountpoint(verdict.mountpoint ?? config.get('zone.external.mountpoint'), info)
+    if ('refusal' in mounted) return { allow: false, reason: mounted.refusal, message: mounted.message }
+    info.mountpoint = mounted.mountpoint
+    return undefined
+  }
+
   async function decide (client: Client, info: ClientInfo, password: Buffer | undefined, refused: ListenerRefusal | undefined): Promise<Verdict> {
     if (refused !== undefined) {
       return { allow: false, reason: refused, message: refused === 'quota_exceeded' ? 'listener connection limit reached' : 'listener connection rate exceeded' }
@@ -32,10 +58,8 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, logger }:
     if (info.clientId.length > config.get('mqtt.max_clientid_len')) {
       return { allow: false, reason: 'client_id_not_valid', message: 'client id too long' }
     }
-    const ban = banned.match(info)
-    if (ban !== undefined) {
-      return { allow: false, reason: 'banned', message: `banned (${ban.as} ${ban.who}): ${ban.reason}` }
-    }
+    const ban = bannedRefusal(info)
+    if (ban !== undefined) return ban
     // an MQTT 5 enhanced authentication exchange already decided
     const exchanged = enhanced.takeVerdict(client)
     if (exchanged !== undefined) return { allow: true, ...exchanged }
@@ -50,7 +74,7 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, logger }:
       if (answer === 'ignore') continue
       if (answer === 'allow') return { allow: true, superuser: false }
       if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied' }
-      if (answer.result === 'allow') return { allow: true, superuser: answer.superuser === true, mountpoint: answer.mountpoint }
+      if (answer.result === 'allow') return { allow: true, superuser: answer.superuser === true, mountpoint: answer.mountpoint, username: answer.username }
       return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied' }
     }
     if (config.get('mqtt.allow_anonymous')) return { allow: true, superuser: false }
@@ -60,13 +84,12 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, logger }:
   return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {
     const info = clientInfoOf(client, username)
     decide(client, info, password, connInfo(client.conn)?.refusal).then((verdict) => {
-      if (!verdict.allow) {
-        logger.debug({ clientId: info.clientId, reason: verdict.reason }, 'connection refused')
-        done(refusal(verdict.reason, verdict.message), false)
+      const refused = verdict.allow ? admit(info, verdict) : verdict
+      if (refused !== undefined) {
+        logger.debug({ clientId: info.clientId, reason: refused.reason }, 'connection refused')
+        done(refusal(refused.reason, refused.message), false)
         return
       }
-      info.isSuperuser = verdict.superuser
-      info.mountpoint = expandMountpoint(verdict.mountpoint ?? config.get('zone.external.mountpoint'), info)
       setClientState(client, info)
       done(null, true)
     }, (err: Error) => {

@@ -24,12 +24,6 @@ export function clientState (client: Client): ClientState | undefined {
   return states.get(client)
 }
 
-/** `%c` → client id, `%u` → user name (empty when none). */
-export function expandMountpoint (template: string, info: Pick<ClientInfo, 'clientId' | 'username'>): string {
-  if (template === '') return ''
-  return template.replaceAll('%c', info.clientId).replaceAll('%u', info.username ?? '')
-}
-
 /** What the hooks see of a connecting client, from the engine's client and its transport. */
 export function clientInfoOf (client: Client, username: string | undefined): ClientInfo {
   const conn = connInfo(client.conn)

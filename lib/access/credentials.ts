@@ -26,6 +26,8 @@ export interface CredentialKind {
   identify: (client: ClientInfo) => string | undefined
   /** the broker_ctl command that manages the table (`users`, `clientid`) and how its usage names an id */
   command: { name: string, id: string }
+  /** the priority of its `client.authenticate` handler (default 0: its place in the chain) */
+  priority?: number
 }
 
 /** The validated settings: flat keys, string values. */
@@ -115,6 +117,11 @@ export class CredentialTable {
   async scram (id: string): Promise<ScramCredentials | undefined> {
     const stored = await this.store.get(id)
     return stored !== undefined ? scramFromStored(stored) : this.configuredScram.get(id)
+  }
+
+  /** Whether the id is configured or stored. */
+  async has (id: string): Promise<boolean> {
+    return this.configured.has(id) || await this.store.get(id) !== undefined
   }
 
   /** `unknown` if no such id; otherwise whether `password` (CONNECT bytes) matches. */
@@ -250,7 +257,7 @@ export function credentialPlugin (kind: CredentialKind, description: string, mor
       if (table !== undefined) throw new Error(`plugin ${kind.plugin} is already loaded`)
       const opened = await CredentialTable.open(kind, ctx.config, ctx.store, ctx.logger)
       if (table !== undefined) throw new Error(`plugin ${kind.plugin} is already loaded`)
-      ctx.hooks.add('client.authenticate', authenticator(opened))
+      ctx.hooks.add('client.authenticate', authenticator(opened), kind.priority)
       ctx.commands.add(credentialCommand(opened))
       more?.(ctx, opened)
       table = opened

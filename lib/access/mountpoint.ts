@@ -1,5 +1,24 @@
 // Mountpoints (SPEC §2.1 `mountpoint`): a prefix put before the topics a
 // client publishes and subscribes to, and taken off what it is delivered.
+import { isLevelValue } from './acl-match.js'
+import type { Refusal } from './refusals.js'
+
+/**
+ * A mountpoint template with `%c` → client id and `%u` → user name, copied
+ * literally (no `$&`-style replacement patterns). A value that could leave
+ * its tenant — empty, missing or holding `+`, `#` or `/` — refuses the
+ * client instead: the client id with client_id_not_valid, the user name with
+ * bad_username_or_password.
+ */
+export function expandMountpoint (template: string, who: { clientId: string, username?: string }): { mountpoint: string } | { refusal: Refusal, message: string } {
+  if (template.includes('%c') && !isLevelValue(who.clientId)) {
+    return { refusal: 'client_id_not_valid', message: 'the client id cannot fill the mountpoint (empty, or holds +, # or /)' }
+  }
+  if (template.includes('%u') && !isLevelValue(who.username)) {
+    return { refusal: 'bad_username_or_password', message: 'the user name cannot fill the mountpoint (missing, empty, or holds +, # or /)' }
+  }
+  return { mountpoint: template.split('%c').map((part) => part.split('%u').join(who.username ?? '')).join(who.clientId) }
+}
 
 /** Mounts a topic filter; a shared subscription keeps its `$share/<group>/` or `$queue/` in front. */
 export function mountFilter (mountpoint: string, filter: string): string {

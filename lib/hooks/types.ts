@@ -32,11 +32,14 @@ export type Decision = 'allow' | 'deny' | 'ignore'
 /**
  * An authenticate handler's answer. `reason` picks the refusal code (default bad_username_or_password;
  * `server_unavailable` — MQTT 5 0x88, 3.x return code 3 — when the plugin's backing server cannot answer).
+ * `username` on allow: the user name as the backend stores it, when its lookup matched another spelling
+ * (a case-insensitive or space-padding comparison let `ALICE` or `alice ` in as `alice`); from then on the
+ * node knows the client by this name (ClientInfo, bans, ACL, mountpoint, listings).
  */
 export type AuthenticateAnswer =
   | 'ignore'
   | 'deny'
-  | { result: 'allow', superuser?: boolean, mountpoint?: string }
+  | { result: 'allow', superuser?: boolean, mountpoint?: string, username?: string }
   | { result: 'deny', reason?: 'bad_username_or_password' | 'not_authorized' | 'server_unavailable' }
   | 'allow'
 

@@ -1,6 +1,7 @@
 // The hook handlers and how they read the HTTP answers (EMQ X 3.x):
 // - authenticate: 200 `ignore` → ignore; other 200 → allow (a JSON body's
-//   string `mountpoint` is passed on); anything else → deny (not authorized).
+//   string `mountpoint` and `username` — the user name as the server stores
+//   it — are passed on); anything else → deny (not authorized).
 //   After an allow, the superuser request: 200 → superuser.
 // - check_acl: 200 `ignore` → ignore; other 200 → allow; other status → deny;
 //   no answer → ignore.
@@ -61,14 +62,17 @@ function isIgnore (answer: HttpAnswer): boolean {
   return answer.body.trim() === 'ignore'
 }
 
-function mountpointOf (body: string): string | undefined {
-  if (!body.trimStart().startsWith('{')) return undefined
+/** The string `mountpoint` and `username` of a JSON object body (others are left out). */
+function allowFields (body: string): { mountpoint?: string, username?: string } {
+  if (!body.trimStart().startsWith('{')) return {}
   try {
-    const parsed: unknown = JSON.parse(body)
-    const mountpoint = (parsed as { mountpoint?: unknown }).mountpoint
-    return typeof mountpoint === 'string' ? mountpoint : undefined
+    const parsed = JSON.parse(body) as Record<string, unknown> | null
+    const fields: { mountpoint?: string, username?: string } = {}
+    if (typeof parsed?.mountpoint === 'string') fields.mountpoint = parsed.mountpoint
+    if (typeof parsed?.username === 'string' && parsed.username !== '') fields.username = parsed.username
+    return fields
   } catch {
-    return undefined
+    return {}
   }
 }
 
@@ -84,8 +88,7 @@ export function authenticator (deps: Deps, endpoints: Endpoints): HookHandlers['
         const su = await call(deps, endpoints.superuser, { client, password })
         superuser = !(su instanceof TransportError) && su.status === 200
       }
-      const mountpoint = mountpointOf(answer.body)
-      return mountpoint === undefined ? { result: 'allow', superuser } : { result: 'allow', superuser, mountpoint }
+      return { result: 'allow', superuser, ...allowFields(answer.body) }
     } catch (err) {
       deps.logger.error({ err, clientId: request?.client?.clientId }, 'HTTP authentication failed; denied')
       return { result: 'deny', reason: 'not_authorized' }

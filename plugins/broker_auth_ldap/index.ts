@@ -4,12 +4,12 @@
 // userPassword. See README.md.
 import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
 import { backendAuthenticator, type StoredUser } from '../../lib/access/backend/handlers.js'
-import { fillTemplate, type QueryValues } from '../../lib/access/backend/placeholders.js'
+import { fillTemplate, type QueryValues, type TemplatePart } from '../../lib/access/backend/placeholders.js'
 import { serverText } from '../../lib/access/backend/settings.js'
 import type { Logger } from '../../lib/log.js'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { Directory } from './directory.js'
-import { escapeDnValue, escapeFilterValue } from './escape.js'
+import { escapeDnValue, escapeFilterValue, firstRdnValue } from './escape.js'
 import { schema, type AuthLdapConfig } from './settings.js'
 import { ldapPasswordChecker } from './user-password.js'
 
@@ -19,8 +19,27 @@ const NAME = 'broker_auth_ldap'
 
 const slot = new BackendSlot()
 
+/** `attr` when the parts are `<attr>=%u` then the end or `close` (`cn=%u,ou=…`, `(uid=%u)`). */
+function namingAttribute (parts: TemplatePart[], open: string, close: RegExp): string | undefined {
+  const [first, second, third] = parts
+  if (first === undefined || !('literal' in first) || second === undefined || !('placeholder' in second) || second.placeholder !== '%u') return undefined
+  if (third !== undefined && !('literal' in third && close.test(third.literal))) return undefined
+  return new RegExp(`^${open}\\s*([A-Za-z][A-Za-z0-9-]*)\\s*=$`).exec(first.literal)?.[1]
+}
+
+/**
+ * The attribute the user name is matched as, when the entry's DN names the
+ * user by it: the first RDN of `auth_dn` is `<attr>=%u`, or the filter is
+ * `(<attr>=%u)`. LDAP compares names ignoring case and extra spaces, so the
+ * entry's own RDN value is the user name the node then knows the client by.
+ */
+function userNameAttribute (config: AuthLdapConfig): string | undefined {
+  return namingAttribute(config['auth.ldap.auth_dn'], '', /^[,+]/) ?? namingAttribute(config['auth.ldap.filter'], '\\(', /^\)$/)
+}
+
 /** The user's entry and its first password value; undefined when there is none (or, logged, more than one). */
 function finder (dir: Directory, config: AuthLdapConfig, logger: Logger): (values: QueryValues) => Promise<StoredUser | undefined> {
+  const nameAttribute = userNameAttribute(config)
   return async (values) => {
     const base = fillTemplate(config['auth.ldap.auth_dn'], values, escapeDnValue)
     const filter = fillTemplate(config['auth.ldap.filter'], values, escapeFilterValue)
@@ -30,9 +49,13 @@ function finder (dir: Directory, config: AuthLdapConfig, logger: Logger): (value
       logger.warn({ base, filter, dns: entries.map((e) => e.dn) }, 'LDAP lookup found more than one entry; the client is ignored')
       return undefined
     }
-    const [password] = entries[0]?.passwords ?? []
+    if (entries.length === 0) return undefined
+    const [password] = entries[0].passwords
     // an entry without a password cannot be authenticated: an empty stored value matches no password
-    return entries.length === 0 ? undefined : { password: password ?? '\0' }
+    const user: StoredUser = { password: password ?? '\0' }
+    const username = nameAttribute === undefined ? undefined : firstRdnValue(entries[0].dn, nameAttribute)
+    if (username !== undefined) user.username = username
+    return user
   }
 }
 

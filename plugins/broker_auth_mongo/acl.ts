@@ -14,6 +14,7 @@
 // level would hold `+`, `#` or `/` is left out, so a client cannot widen a
 // rule by naming itself `#`.
 import type { Document } from 'mongodb'
+import { isLevelValue } from '../../lib/access/acl-match.js'
 import { decideAcl, type AclRule } from '../../lib/access/backend/acl-rules.js'
 import type { BackendGuard } from '../../lib/access/backend/guard.js'
 import { valuesOf, type QueryValues } from '../../lib/access/backend/placeholders.js'
@@ -23,14 +24,12 @@ import type { Logger } from '../../lib/log.js'
 
 const LISTS = [['subscribe', 1], ['publish', 2], ['pubsub', 3]] as const
 
-const UNSAFE = /[+#/]/
-
 function fillLevel (level: string, values: QueryValues): string | undefined {
   if (level === '%u' || level === '%c' || !/%[uc]/.test(level)) return level
   let unsafe = false
   const filled = level.replace(/%[uc]/g, (v) => {
     const value = v === '%u' ? values.username : values.clientId
-    if (value === undefined || value === '' || UNSAFE.test(value)) unsafe = true
+    if (!isLevelValue(value)) unsafe = true
     return value ?? ''
   })
   return unsafe ? undefined : filled

@@ -3,7 +3,7 @@
 import mysql from 'mysql2/promise'
 import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
 import { serverText } from '../../lib/access/backend/settings.js'
-import { addSqlHooks } from '../../lib/access/backend/sql.js'
+import { addSqlHooks, type SqlResult } from '../../lib/access/backend/sql.js'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { schema, type AuthMysqlConfig } from './settings.js'
 
@@ -38,9 +38,9 @@ export default definePlugin<AuthMysqlConfig>({
     const guard = slot.hold(new BackendGuard({ plugin: ctx.name, server: `MySQL ${serverText(server)}`, timeoutMs: timeout, alarms: ctx.alarms, logger: ctx.logger }),
       async () => await connections.end().catch(() => {}))
     // prepared statements (execute) with the placeholders bound as `?` parameters
-    const run = async (sql: string, params: Array<string | null>): Promise<unknown[][]> => {
-      const [rows] = await connections.execute({ sql, timeout, rowsAsArray: true }, params)
-      return Array.isArray(rows) ? rows as unknown[][] : []
+    const run = async (sql: string, params: Array<string | null>): Promise<SqlResult> => {
+      const [rows, fields] = await connections.execute({ sql, timeout, rowsAsArray: true }, params)
+      return Array.isArray(rows) ? { rows: rows as unknown[][], columns: (fields ?? []).map((f) => f.name) } : { rows: [], columns: [] }
     }
     const backend = addSqlHooks(ctx, guard, {
       texts: { auth: config['auth.mysql.auth_query'], superuser: config['auth.mysql.super_query'], acl: config['auth.mysql.acl_query'] },

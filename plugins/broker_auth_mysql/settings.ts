@@ -25,8 +25,8 @@ export interface AuthMysqlConfig {
 export const DEFAULTS = {
   'auth.mysql.server': '127.0.0.1:3306',
   'auth.mysql.database': 'mqtt',
-  'auth.mysql.auth_query': "select password from mqtt_user where username = '%u' limit 1",
-  'auth.mysql.salted_auth_query': "select password, salt from mqtt_user where username = '%u' limit 1",
+  'auth.mysql.auth_query': "select password, username from mqtt_user where username = '%u' limit 1",
+  'auth.mysql.salted_auth_query': "select password, salt, username from mqtt_user where username = '%u' limit 1",
   'auth.mysql.password_hash': 'sha256',
   'auth.mysql.super_query': "select is_superuser from mqtt_user where username = '%u' limit 1",
   'auth.mysql.acl_query': "select allow, ipaddr, username, clientid, access, topic from mqtt_acl where ipaddr = '%a' or username = '%u' or username = '$all' or clientid = '%c'"

@@ -6,7 +6,7 @@ import type { ConnectionOptions } from 'node:tls'
 import pg from 'pg'
 import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
 import { serverText } from '../../lib/access/backend/settings.js'
-import { addSqlHooks } from '../../lib/access/backend/sql.js'
+import { addSqlHooks, type SqlResult } from '../../lib/access/backend/sql.js'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { schema, type AuthPgsqlConfig } from './settings.js'
 
@@ -53,9 +53,9 @@ export default definePlugin<AuthPgsqlConfig>({
     const guard = slot.hold(new BackendGuard({ plugin: ctx.name, server: `PostgreSQL ${serverText(server)}`, timeoutMs: timeout, alarms: ctx.alarms, logger: ctx.logger }),
       async () => await connections.end().catch(() => {}))
     // placeholders bound as $1, $2 … parameters
-    const run = async (text: string, params: Array<string | null>): Promise<unknown[][]> => {
+    const run = async (text: string, params: Array<string | null>): Promise<SqlResult> => {
       const result = await connections.query<unknown[]>({ text, values: params, rowMode: 'array' })
-      return result.rows
+      return { rows: result.rows, columns: result.fields.map((f) => f.name) }
     }
     const backend = addSqlHooks(ctx, guard, {
       texts: { auth: config['auth.pgsql.auth_query'], superuser: config['auth.pgsql.super_query'], acl: config['auth.pgsql.acl_query'] },

@@ -233,7 +233,7 @@ t.test('topics: %u never matches a client without a username', async (tt) => {
 t.test('topics: substituted values are literal, not wildcards', async (tt) => {
   const r = rules('{allow, all, publish, ["users/%u/x", "c/%c"]}.');
   tt.equal(checkAcl(r, { clientId: '#', username: '+' }, 'publish', 'users/bob/x'), 'nomatch');
-  tt.equal(checkAcl(r, { clientId: '#', username: '+' }, 'publish', 'users/+/x'), 'allow');
+  tt.equal(checkAcl(r, { clientId: '#', username: '+' }, 'publish', 'users/+/x'), 'nomatch', 'a user name + is not the level + either (issue 14 #4)');
   tt.equal(checkAcl(r, { clientId: '#', username: '+' }, 'publish', 'c/anything'), 'nomatch');
   tt.equal(checkAcl(r, { clientId: 'a/b' }, 'publish', 'c/a/b'), 'nomatch', 'a client id with / never matches');
 });

@@ -22,6 +22,8 @@ export interface StoredUser {
   salt?: string
   /** when the auth query itself says (e.g. a Redis hash's is_superuser field) */
   superuser?: boolean
+  /** the user name as the backend stores it, when the lookup says (see AuthenticateAnswer) */
+  username?: string
 }
 
 export interface BackendQueries {
@@ -68,7 +70,7 @@ export function backendAuthenticator (deps: AuthDeps): HookHandlers['client.auth
         const su = await deps.guard.run(() => isSuperuser(values))
         superuser = su.ok && su.value
       }
-      return { result: 'allow', superuser }
+      return user.username === undefined ? { result: 'allow', superuser } : { result: 'allow', superuser, username: user.username }
     } catch (err) {
       deps.logger.error({ err, clientId: request?.client?.clientId }, 'database authentication failed; denied')
       return { result: 'deny', reason: 'not_authorized' }

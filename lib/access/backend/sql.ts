@@ -1,6 +1,11 @@
 // The auth, super and ACL queries of the SQL plugins (mysql, pgsql), read by
 // column position as EMQ X 3.x did: auth → password[, salt]; super → one
 // truthy column; ACL → allow, ipaddr, username, clientid, access, topic.
+// One addition in the auth query: a column named `username`, wherever it
+// stands (and not counted in the positions), is the user name as stored —
+// the name the client is known by after it authenticates, so that a
+// case-insensitive or space-padding collation letting `ALICE` or `alice `
+// in as alice cannot sidestep rules and bans keyed on `alice`.
 // Placeholders are bound parameters (see placeholders.ts).
 import { aclRuleOfRow, type AclRule } from './acl-rules.js'
 import type { PluginContext } from '../../plugins/contract.js'
@@ -10,8 +15,11 @@ import { passwordChecker } from './password.js'
 import { sqlWithParameters, type QueryValues } from './placeholders.js'
 import type { UnavailableAcl, UnavailableAuth } from './settings.js'
 
-/** Runs one parameterised statement; resolves with the rows as arrays of column values. */
-export type SqlRunner = (text: string, params: Array<string | null>) => Promise<unknown[][]>
+/** The rows as arrays of column values, and the column names. */
+export interface SqlResult { rows: unknown[][], columns: string[] }
+
+/** Runs one parameterised statement. */
+export type SqlRunner = (text: string, params: Array<string | null>) => Promise<SqlResult>
 
 export interface SqlQueryTexts {
   auth: string
@@ -33,25 +41,30 @@ function text (value: unknown): string | undefined {
 }
 
 export function sqlBackend (texts: SqlQueryTexts, marker: (index: number) => string, run: SqlRunner): SqlBackend {
-  const query = async (template: string, values: QueryValues): Promise<unknown[][]> => {
+  const query = async (template: string, values: QueryValues): Promise<SqlResult> => {
     const { text, params } = sqlWithParameters(template, values, marker)
     return await run(text, params)
   }
   const findUser = async (values: QueryValues): Promise<StoredUser | undefined> => {
-    const [row] = await query(texts.auth, values)
+    const { rows: [row], columns } = await query(texts.auth, values)
     if (row === undefined) return undefined
-    const salt = text(row[1])
-    return salt === undefined ? { password: text(row[0]) } : { password: text(row[0]), salt }
+    const nameAt = columns.findIndex((column) => column.toLowerCase() === 'username')
+    const [password, salt] = (nameAt < 0 ? row : row.filter((_, i) => i !== nameAt)).map(text)
+    const user: StoredUser = { password }
+    if (salt !== undefined) user.salt = salt
+    const username = nameAt < 0 ? undefined : text(row[nameAt])
+    if (username !== undefined) user.username = username
+    return user
   }
   const superText = texts.superuser
   const queries: BackendQueries = superText === undefined || superText === ''
     ? { findUser }
-    : { findUser, isSuperuser: async (values) => isTrue((await query(superText, values))[0]?.[0]) }
+    : { findUser, isSuperuser: async (values) => isTrue((await query(superText, values)).rows[0]?.[0]) }
   const aclText = texts.acl
   if (aclText === undefined || aclText === '') return { queries }
   const aclRules = async (values: QueryValues): Promise<AclRule[]> => {
     const rules: AclRule[] = []
-    for (const row of await query(aclText, values)) {
+    for (const row of (await query(aclText, values)).rows) {
       const rule = aclRuleOfRow({ allow: row[0], ipaddr: row[1], username: row[2], clientid: row[3], access: row[4], topic: row[5] })
       if (rule !== undefined) rules.push(rule)
     }

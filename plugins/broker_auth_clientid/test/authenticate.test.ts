@@ -44,7 +44,7 @@ t.test('load, unload, load: one handler per load, and the API follows the loaded
   await t.rejects(listClients(), { message: 'plugin broker_auth_clientid is not loaded' })
   const first = context(TWO_CLIENTS)
   await plugin.load(first)
-  t.same([...first.added.keys()], ['client.authenticate'])
+  t.same([...first.added.keys()], ['client.authenticate', 'client.enhanced_auth'], 'its password check, and the refusal of SCRAM for a registered client id')
   t.equal(first.added.get('client.authenticate')?.length, 1)
   await t.rejects(async () => { await plugin.load(context()) }, { message: 'plugin broker_auth_clientid is already loaded' })
   t.same(await listClients(), ['dev-1', 'dev-2'])

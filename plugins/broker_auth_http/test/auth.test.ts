@@ -90,6 +90,14 @@ t.test('a JSON 200 body with a string mountpoint sets the mountpoint', async (t)
   t.strictSame(await authenticate(request('a', 'b')), { result: 'allow', superuser: false }, 'not JSON: still allowed')
 })
 
+t.test('a JSON 200 body with a string username gives the user name as the server stores it', async (t) => {
+  const { authenticate } = await load(t, { 'auth.http.auth_req': server.url('/mqtt/auth') })
+  server.answer(() => ({ status: 200, body: '{"username":"alice","mountpoint":"m/"}' }))
+  t.strictSame(await authenticate(request('ALICE', 'b')), { result: 'allow', superuser: false, mountpoint: 'm/', username: 'alice' })
+  server.answer(() => ({ status: 200, body: '{"username":""}' }))
+  t.strictSame(await authenticate(request('ALICE', 'b')), { result: 'allow', superuser: false }, 'empty: ignored')
+})
+
 t.test('superuser: asked only after an allow; 200 → superuser, anything else → not', async (t) => {
   const { authenticate } = await load(t, {
     'auth.http.auth_req': server.url('/mqtt/auth'),
