@@ -8,6 +8,10 @@ import t from 'tap'
 import { ClusterRpc } from '../lib/cluster/rpc.js'
 import { RpcSeal } from '../lib/cluster/rpc-seal.js'
 import { createLogger } from '../lib/log.js'
+import { startApiNode } from '../plugins/broker_management/test/api.js'
+import { routes } from '../plugins/broker_management/routes.js'
+import { routesV2 } from '../plugins/broker_management/routes-v2.js'
+import type { Route } from '../plugins/broker_management/routes.js'
 import { startBroker, type TestBroker } from './helpers/broker.js'
 import { waitFor } from './helpers/cluster.js'
 import { startRedis } from './helpers/servers/redis.js'
@@ -118,4 +122,72 @@ t.test('replies are sealed too: a forged, foreign or repeated reply is not taken
     })()
   })
   t.equal(await rpc.call('y@127.0.0.1', 'plugins', []), 'genuine')
+})
+
+t.test('viewer role: reads only, on every route of both APIs; no other application\'s secret', async (t) => {
+  const api = await startApiNode({ 'node.name': 'roles@127.0.0.1' })
+  t.teardown(api.stop)
+  const v2 = async (method: string, path: string, auth: string, body?: unknown): Promise<{ status: number, body: unknown }> => {
+    const res = await fetch(api.base.replace('/api/v3', '/api/v2') + path, {
+      method,
+      headers: { authorization: `Basic ${Buffer.from(auth).toString('base64')}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body)
+    })
+    const text = await res.text()
+    return { status: res.status, body: text === '' ? text : JSON.parse(text) as unknown }
+  }
+
+  // a viewer application (v3) and a viewer user (v2, tag `viewer`), made by the default administrator
+  const made = await api.call('POST', '/apps/', { body: { app_id: 'watcher', name: 'Watcher', role: 'viewer' } })
+  t.equal(made.status, 200, JSON.stringify(made.body))
+  const watcher = `watcher:${(made.body as { secret: string }).secret}`
+  const other = await api.call('POST', '/apps/', { body: { app_id: 'deployer', name: 'Deployer' } })
+  const deployerSecret = (other.body as { secret: string }).secret
+  t.equal((await v2('POST', '/users', 'admin:public', { username: 'eve', password: 'eve-pw', tags: 'viewer' })).status, 200)
+  const eve = 'eve:eve-pw'
+
+  const concrete = (route: Route): string => route.path.replace(/:(\w+)/g, (_m, name: string) => name === 'node' ? 'roles@127.0.0.1' : 'x')
+  const tables: Array<[api: string, rows: readonly Route[], call: (route: Route) => Promise<{ status: number, body: unknown }>]> = [
+    ['v3', routes, async (route) => await api.call(route.method, concrete(route), { auth: watcher, ...(route.method === 'GET' || route.method === 'DELETE' ? {} : { body: {} }) })],
+    ['v2', routesV2, async (route) => await v2(route.method, concrete(route), eve, route.method === 'GET' || route.method === 'DELETE' ? undefined : {})]
+  ]
+  for (const [name, rows, call] of tables) {
+    for (const route of rows) {
+      if (route.auth === false) continue
+      const what = `${name} ${route.method} ${route.path}`
+      const answer = await call(route)
+      if (route.method !== 'GET') {
+        t.equal(route.role, 'administrator', `${what} needs the administrator role`)
+        t.equal(answer.status, 403, `${what}: a viewer is refused`)
+        t.match(answer.body, name === 'v3' ? { message: /forbidden/ } : { code: 102, result: [], message: /forbidden/ }, `${what}: the refusal body`)
+      } else if (route.role === 'viewer') {
+        t.not(answer.status, 403, `${what}: a viewer may read`)
+        t.not(answer.status, 401, `${what}: the viewer's credentials are good`)
+      } else {
+        t.equal(answer.status, 403, `${what}: administrators only`)
+      }
+    }
+  }
+
+  // nothing the viewer asked for happened
+  t.equal((await api.call('GET', '/apps/deployer')).status, 200, 'the deployer app is still there')
+  t.match((await v2('GET', '/users', 'admin:public')).body, { code: 0, result: [{ username: 'admin' }, { username: 'eve', tags: 'viewer' }] })
+
+  // secrets: a viewer sees its own, never another application's; the listing shows none, with roles
+  const seenByViewer = await api.call('GET', '/apps/deployer', { auth: watcher })
+  t.equal(seenByViewer.status, 200)
+  t.notOk(JSON.stringify(seenByViewer.body).includes(deployerSecret), 'the viewer does not see the deployer\'s secret')
+  t.match(seenByViewer.body, { app_id: 'deployer', role: 'administrator' })
+  t.match((await api.call('GET', '/apps/watcher', { auth: watcher })).body, { app_id: 'watcher', secret: watcher.slice('watcher:'.length), role: 'viewer' })
+  t.match((await api.call('GET', '/apps/deployer')).body, { secret: deployerSecret }, 'an administrator sees every secret')
+  const listed = (await api.call('GET', '/apps/', { auth: watcher })).body as Array<Record<string, unknown>>
+  t.notOk(listed.some((app) => 'secret' in app), 'no secret in the listing')
+  t.match(listed.find((app) => app.app_id === 'watcher'), { role: 'viewer' })
+
+  // an administrator turns the viewer into an administrator (v3) and back; the role takes effect at once
+  t.equal((await api.call('PUT', '/apps/watcher', { body: { role: 'administrator' } })).status, 200)
+  t.equal((await api.call('PUT', '/configs/broker', { auth: watcher, body: { key: 'broker.sys_interval', value: '40s' } })).status, 200, 'now an administrator')
+  t.equal((await api.call('PUT', '/apps/watcher', { body: { role: 'viewer' } })).status, 200)
+  t.equal((await api.call('PUT', '/configs/broker', { auth: watcher, body: { key: 'broker.sys_interval', value: '41s' } })).status, 403, 'a viewer again')
+  t.equal((await api.call('POST', '/apps/', { body: { app_id: 'bad', name: 'Bad', role: 'root' } })).status, 400, 'an unknown role is refused')
 })
