@@ -8,6 +8,8 @@ import type { NodeService } from '../service/node-service.js'
 import { redisCluster, serveRemote, singleNodeCluster, type Cluster } from './cluster.js'
 import { Membership } from './membership.js'
 import { ClusterRpc } from './rpc.js'
+import { RpcSeal } from './rpc-seal.js'
+import { schema } from '../config/schema.js'
 import { quietErrors } from './redis.js'
 import { SharedPlacement } from './shared-placement.js'
 import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
@@ -37,8 +39,9 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
   }
   const prefix = config.get('cluster.name')
   const log = logger.child({ cluster: prefix })
+  const seal = rpcSeal(config, log)
   const rpc = new ClusterRpc(backend.redis, quietErrors(backend.redis.duplicate()), prefix, service.name,
-    async (method, args) => await serveRemote(service, method, args), config.get('cluster.rpc_timeout'), log)
+    async (method, args) => await serveRemote(service, method, args), config.get('cluster.rpc_timeout'), log, seal)
   await rpc.start()
   const placement = new SharedPlacement(backend.redis, quietErrors(backend.redis.duplicate()), prefix, service.name, log)
   await placement.start()
@@ -70,6 +73,17 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
       })
     }
   }
+}
+
+/** The seal of this cluster's RPC messages; an empty cookie stops the node, the shipped one is logged loudly at every start. */
+function rpcSeal (config: Config, log: Logger): RpcSeal {
+  const cookie = config.get('cluster.cookie')
+  if (cookie === '') throw new Error('cluster.cookie is empty: set the same secret cookie on every node of the cluster (cluster.discovery = redis)')
+  // the shipped cookie: known to anyone who has read etc/broker.conf
+  if (cookie === schema['cluster.cookie'].default) {
+    log.error('cluster.cookie is the shipped default: anyone who can publish on the cluster\'s Redis server can run management operations (setConfig, loadPlugin …) on every node. Set a secret cookie, the same on every node.')
+  }
+  return new RpcSeal(cookie, config.get('cluster.name'))
 }
 
 /** The host of the node name (`n1@10.0.0.11`) and the TCP listener's port; undefined without one. */

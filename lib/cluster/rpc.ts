@@ -1,13 +1,16 @@
 // Request/response between nodes over Redis pub/sub: a request goes to
 // `<cluster>:rpc:<node>` with a correlation id, the answer comes back on
 // `<cluster>:rpc-reply:<caller>`. A node that does not answer in time (or has
-// no subscriber at all) is a `badrpc` failure, never a hang.
+// no subscriber at all) is a `badrpc` failure, never a hang. Both directions
+// are sealed with the cluster cookie (rpc-seal.ts): a message that does not
+// open, is not addressed to this node, or repeats a served request is dropped.
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../log.js'
+import { ReplayGuard, type RpcSeal } from './rpc-seal.js'
 
-interface Request { id: string, from: string, method: string, args: unknown[] }
-type Reply = { id: string, ok: true, value: unknown } | { id: string, ok: false, name: string, kind?: string, message: string }
+interface Request { id: string, from: string, to: string, method: string, args: unknown[] }
+type Reply = { id: string, from: string, to: string } & ({ ok: true, value: unknown } | { ok: false, name: string, kind?: string, message: string })
 
 /** A remote failure, rebuilt on the caller's side (`kind` as the node service's errors carry). */
 export class RemoteError extends Error {
@@ -21,8 +24,14 @@ export const badrpc = (node: string, why: string): RemoteError => new RemoteErro
 
 export type RpcHandler = (method: string, args: unknown[]) => Promise<unknown>
 
+/** Refused messages are logged at most once per this long (anyone on the Redis server could flood the log). */
+const REFUSAL_LOG_INTERVAL_MS = 60_000
+
 export class ClusterRpc {
-  readonly #pending = new Map<string, { resolve: (value: unknown) => void, reject: (err: Error) => void, timer: NodeJS.Timeout }>()
+  readonly #pending = new Map<string, { node: string, resolve: (value: unknown) => void, reject: (err: Error) => void, timer: NodeJS.Timeout }>()
+  readonly #served: ReplayGuard
+  #refusals = 0
+  #refusalLoggedAt = -Infinity
 
   constructor (
     private readonly pub: Redis,
@@ -31,8 +40,11 @@ export class ClusterRpc {
     private readonly self: string,
     private readonly handler: RpcHandler,
     private readonly timeoutMs: number,
-    private readonly logger: Logger
-  ) {}
+    private readonly logger: Logger,
+    private readonly seal: RpcSeal
+  ) {
+    this.#served = new ReplayGuard(seal.windowMs)
+  }
 
   async start (): Promise<void> {
     this.sub.on('message', (channel: string, text: string) => {
@@ -60,10 +72,10 @@ export class ClusterRpc {
         this.#pending.delete(id)
         reject(badrpc(node, `no answer within ${this.timeoutMs} ms`))
       }, this.timeoutMs)
-      this.#pending.set(id, { resolve, reject, timer })
+      this.#pending.set(id, { node, resolve, reject, timer })
     })
-    const request: Request = { id, from: this.self, method, args }
-    const listeners = await this.pub.publish(this.#requests(node), JSON.stringify(request))
+    const request: Request = { id, from: this.self, to: node, method, args }
+    const listeners = await this.pub.publish(this.#requests(node), this.seal.seal(request))
     if (listeners === 0) {
       const pending = this.#pending.get(id)
       clearTimeout(pending?.timer)
@@ -82,31 +94,43 @@ export class ClusterRpc {
   }
 
   async #serve (text: string): Promise<void> {
-    let request: Request
-    try {
-      request = JSON.parse(text) as Request
-    } catch {
-      return
-    }
+    const opened = this.seal.open<Request>(text)
+    if (!opened.ok) return this.#refused('request', opened.why)
+    const request = opened.message
+    if (request.to !== this.self) return this.#refused('request', `addressed to ${String(request.to)}`)
+    if (typeof request.id !== 'string' || !this.#served.first(request.id, request.ts)) return this.#refused('request', 'replayed')
+    const address = { id: request.id, from: this.self, to: request.from }
     let reply: Reply
     try {
-      reply = { id: request.id, ok: true, value: await this.handler(request.method, request.args) }
+      reply = { ...address, ok: true, value: await this.handler(request.method, request.args) }
     } catch (err) {
       const e = err as Error & { kind?: string }
-      reply = { id: request.id, ok: false, name: e.name, kind: e.kind, message: e.message }
+      reply = { ...address, ok: false, name: e.name, kind: e.kind, message: e.message }
     }
-    await this.pub.publish(this.#replies(request.from), JSON.stringify(reply)).catch((err: Error) => {
+    await this.pub.publish(this.#replies(request.from), this.seal.seal(reply)).catch((err: Error) => {
       this.logger.warn({ err: err.message, to: request.from }, 'cluster reply not sent')
     })
   }
 
   #reply (text: string): void {
-    const reply = JSON.parse(text) as Reply
+    const opened = this.seal.open<Reply>(text)
+    if (!opened.ok) return this.#refused('reply', opened.why)
+    const reply = opened.message
     const pending = this.#pending.get(reply.id)
-    if (pending === undefined) return
+    // a reply is taken once, from the node asked: a repeated or redirected one finds nothing pending
+    if (pending === undefined || reply.to !== this.self || reply.from !== pending.node) return
     clearTimeout(pending.timer)
     this.#pending.delete(reply.id)
     if (reply.ok) pending.resolve(reply.value)
     else pending.reject(new RemoteError(reply.kind ?? 'failed', reply.message, reply.name))
+  }
+
+  #refused (what: 'request' | 'reply', why: string): void {
+    this.#refusals++
+    const now = Date.now()
+    if (now - this.#refusalLoggedAt < REFUSAL_LOG_INTERVAL_MS) return
+    this.#refusalLoggedAt = now
+    this.logger.warn({ why, refused: this.#refusals }, `cluster RPC ${what} refused: not sealed with this node's cluster.cookie, or stale or replayed`)
+    this.#refusals = 0
   }
 }

@@ -21,6 +21,7 @@ export const schema = {
   'cluster.redis.database': restart(integer(0, 0, 15)),
   'cluster.heartbeat_interval': restart(duration('2s')),
   'cluster.rpc_timeout': restart(duration('5s')),
+  'cluster.cookie': restart(string('brokersecretcookie')),
 
   'log.console.level': choice(LOG_LEVELS, 'notice'),
   'log.console.format': restart(choice(['auto', 'text', 'json'] as const, 'auto')),

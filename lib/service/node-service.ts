@@ -147,6 +147,9 @@ export type NodeServiceView = Omit<NodeService, never>
 
 const MQTT5_ADMINISTRATIVE_ACTION = 0x98
 
+/** Settings the configuration listing never shows: a reader of the management API is not given the cluster's keys. */
+const SECRET_SETTINGS: ReadonlySet<string> = new Set(['cluster.cookie', 'cluster.redis.password'])
+
 export class NodeService {
   readonly node_status = 'Running'
   /** the cluster this node is part of (a cluster of itself on one node); set once the node is built */
@@ -390,8 +393,9 @@ export class NodeService {
 
   // --- configuration (§2.14) ---
 
+  /** Every setting; a secret one (SECRET_SETTINGS) shows `******` when set, never its value. */
   configs (): ConfigRecord[] {
-    return this.parts.config.items().map(({ key, value, datatype, app, kind }) => ({ key, value, datatpye: datatype, app, kind }))
+    return this.parts.config.items().map(({ key, value, datatype, app, kind }) => ({ key, value: SECRET_SETTINGS.has(key) && value !== '' ? '******' : value, datatpye: datatype, app, kind }))
   }
 
   /**

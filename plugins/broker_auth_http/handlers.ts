@@ -1,10 +1,11 @@
 // The hook handlers and how they read the HTTP answers (EMQ X 3.x):
 // - authenticate: 200 `ignore` → ignore; other 200 → allow (a JSON body's
 //   string `mountpoint` and `username` — the user name as the server stores
-//   it — are passed on); anything else → deny (not authorized).
+//   it — are passed on); any other status → deny (not authorized).
 //   After an allow, the superuser request: 200 → superuser.
-// - check_acl: 200 `ignore` → ignore; other 200 → allow; other status → deny;
-//   no answer → ignore.
+// - check_acl: 200 `ignore` → ignore; other 200 → allow; other status → deny.
+// - no answer at all (down, refused, timed out) → `auth.http.failure`: deny
+//   (default: a check the server could not make fails closed) or ignore.
 // Handlers never throw.
 import type { Logger } from '../../lib/log.js'
 import type { AuthenticateAnswer, Decision, HookHandlers } from '../../lib/hooks/types.js'
@@ -23,6 +24,8 @@ export interface Endpoints {
   auth: Endpoint
   superuser?: Endpoint
   acl?: Endpoint
+  /** the answer when the server gives none */
+  failure: 'deny' | 'ignore'
 }
 
 function endpoint (url: string | undefined, method: Method, params: string): Endpoint | undefined {
@@ -33,7 +36,8 @@ export function endpointsOf (config: AuthHttpConfig): Endpoints {
   return {
     auth: endpoint(config['auth.http.auth_req'], config['auth.http.auth_req.method'], config['auth.http.auth_req.params'])!,
     superuser: endpoint(config['auth.http.super_req'], config['auth.http.super_req.method'], config['auth.http.super_req.params']),
-    acl: endpoint(config['auth.http.acl_req'], config['auth.http.acl_req.method'], config['auth.http.acl_req.params'])
+    acl: endpoint(config['auth.http.acl_req'], config['auth.http.acl_req.method'], config['auth.http.acl_req.params']),
+    failure: config['auth.http.failure']
   }
 }
 
@@ -81,7 +85,8 @@ export function authenticator (deps: Deps, endpoints: Endpoints): HookHandlers['
     try {
       const { client, password } = request
       const answer = await call(deps, endpoints.auth, { client, password })
-      if (answer instanceof TransportError || answer.status !== 200) return { result: 'deny', reason: 'not_authorized' }
+      if (answer instanceof TransportError) return endpoints.failure === 'ignore' ? 'ignore' : { result: 'deny', reason: 'not_authorized' }
+      if (answer.status !== 200) return { result: 'deny', reason: 'not_authorized' }
       if (isIgnore(answer)) return 'ignore'
       let superuser = false
       if (endpoints.superuser) {
@@ -96,17 +101,17 @@ export function authenticator (deps: Deps, endpoints: Endpoints): HookHandlers['
   }
 }
 
-export function aclChecker (deps: Deps, acl: Endpoint): HookHandlers['client.check_acl'] {
+export function aclChecker (deps: Deps, acl: Endpoint, failure: Endpoints['failure']): HookHandlers['client.check_acl'] {
   return async (request): Promise<Decision> => {
     try {
       const { client, access, topic } = request
       const answer = await call(deps, acl, { client, access, topic })
-      if (answer instanceof TransportError) return 'ignore'
+      if (answer instanceof TransportError) return failure
       if (answer.status !== 200) return 'deny'
       return isIgnore(answer) ? 'ignore' : 'allow'
     } catch (err) {
-      deps.logger.error({ err, clientId: request?.client?.clientId, topic: request?.topic }, 'HTTP ACL check failed; ignored')
-      return 'ignore'
+      deps.logger.error({ err, clientId: request?.client?.clientId, topic: request?.topic, answer: failure }, 'HTTP ACL check failed')
+      return failure
     }
   }
 }

@@ -29,8 +29,8 @@ export default definePlugin<AuthHttpConfig>({
     const endpoints = endpointsOf(config)
     const deps = { http: client, failures: new FailureLog(ctx.logger), logger: ctx.logger }
     ctx.hooks.add('client.authenticate', authenticator(deps, endpoints))
-    if (endpoints.acl) ctx.hooks.add('client.check_acl', aclChecker(deps, endpoints.acl))
-    ctx.logger.info({ auth: endpoints.auth.url, superuser: endpoints.superuser?.url, acl: endpoints.acl?.url }, 'HTTP authentication ready')
+    if (endpoints.acl) ctx.hooks.add('client.check_acl', aclChecker(deps, endpoints.acl, endpoints.failure))
+    ctx.logger.info({ auth: endpoints.auth.url, superuser: endpoints.superuser?.url, acl: endpoints.acl?.url, failure: endpoints.failure }, 'HTTP authentication ready')
   },
   unload () {
     http?.close()

@@ -29,6 +29,8 @@ export interface AuthHttpConfig {
   'auth.http.request.retry_backoff': number
   /** most sockets open at once per server (keep-alive pool) */
   'auth.http.pool_size': number
+  /** what authentication and ACL checks answer when the server gives no HTTP answer (down, refused, timed out) */
+  'auth.http.failure': 'deny' | 'ignore'
 }
 
 export const DEFAULTS = {
@@ -42,7 +44,8 @@ export const DEFAULTS = {
   'auth.http.request.retry_times': 3,
   'auth.http.request.retry_interval': 100,
   'auth.http.request.retry_backoff': 2,
-  'auth.http.pool_size': 8
+  'auth.http.pool_size': 8,
+  'auth.http.failure': 'deny'
 } as const
 
 const url = (): Joi.StringSchema => Joi.string().trim().uri({ scheme: ['http', 'https'] })
@@ -76,7 +79,8 @@ export const schema = Joi.object<AuthHttpConfig>({
   'auth.http.request.retry_times': Joi.number().integer().min(0).max(10).default(DEFAULTS['auth.http.request.retry_times']),
   'auth.http.request.retry_interval': duration(DEFAULTS['auth.http.request.retry_interval'], 0),
   'auth.http.request.retry_backoff': Joi.number().min(1).max(10).default(DEFAULTS['auth.http.request.retry_backoff']),
-  'auth.http.pool_size': Joi.number().integer().min(1).max(1024).default(DEFAULTS['auth.http.pool_size'])
+  'auth.http.pool_size': Joi.number().integer().min(1).max(1024).default(DEFAULTS['auth.http.pool_size']),
+  'auth.http.failure': Joi.string().trim().lowercase().valid('deny', 'ignore').default(DEFAULTS['auth.http.failure'])
 })
 
 /** A §2.15 plugin configuration item. */

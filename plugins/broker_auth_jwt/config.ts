@@ -3,6 +3,7 @@
 import Joi from 'joi'
 
 export const CLAIM_PREFIX = 'auth.jwt.verify_claims.'
+const EXP = 'auth.jwt.verify_claims.exp'
 
 export interface JwtConfig {
   /** HMAC secret for HS256/HS384/HS512 tokens */
@@ -11,6 +12,8 @@ export interface JwtConfig {
   'auth.jwt.pubkey'?: string
   'auth.jwt.from': 'password' | 'username'
   'auth.jwt.verify_claims': boolean
+  /** `required`: a token without `exp` is refused (whatever verify_claims says); `optional`: one without it never expires */
+  'auth.jwt.verify_claims.exp': 'required' | 'optional'
   /** expected claim values; `%u` and `%c` are the username and client id */
   [claim: `auth.jwt.verify_claims.${string}`]: string
 }
@@ -21,7 +24,9 @@ export const schema = Joi.object<JwtConfig>({
   'auth.jwt.secret': Joi.string(),
   'auth.jwt.pubkey': Joi.string(),
   'auth.jwt.from': Joi.string().valid('password', 'username').default('password'),
-  'auth.jwt.verify_claims': SWITCH.default(false)
+  'auth.jwt.verify_claims': SWITCH.default(false),
+  'auth.jwt.verify_claims.exp': Joi.string().trim().lowercase().valid('required', 'optional').default('optional')
+    .messages({ 'any.only': 'auth.jwt.verify_claims.exp is required or optional (exp is a time, not a value to compare)' })
 })
   .pattern(/^auth\.jwt\.verify_claims\.[A-Za-z0-9_$.]+$/, Joi.string())
   .or('auth.jwt.secret', 'auth.jwt.pubkey', { separator: false })
@@ -30,10 +35,15 @@ export const schema = Joi.object<JwtConfig>({
       'broker_auth_jwt has no key to verify tokens with'
   })
 
-/** The claims to check (claim name → expected value with `%u`/`%c`), empty when verify_claims is off. */
+/** The claims to check (claim name → expected value with `%u`/`%c`), empty when verify_claims is off; never `exp` (`requiresExp`). */
 export function expectedClaims (config: JwtConfig): Array<[claim: string, expected: string]> {
   if (!config['auth.jwt.verify_claims']) return []
   return Object.entries(config)
-    .filter(([key]) => key.startsWith(CLAIM_PREFIX))
+    .filter(([key]) => key.startsWith(CLAIM_PREFIX) && key !== EXP)
     .map(([key, value]) => [key.slice(CLAIM_PREFIX.length), String(value)])
+}
+
+/** A token must carry `exp`: its own switch, not tied to verify_claims (forgetting that must not leave tokens valid forever). */
+export function requiresExp (config: JwtConfig): boolean {
+  return config[EXP] === 'required'
 }

@@ -3,7 +3,7 @@
 // emqx_auth_jwt). See README.md for the answers it gives.
 import { definePlugin, type AuthenticateAnswer, type AuthenticateRequest, type CheckAclRequest, type Decision, type PluginContext } from '../../lib/plugins/contract.js'
 import { aclAllows, aclFromClaims, AclTable, connectionKey, type TokenAcl } from './acl.js'
-import { expectedClaims, schema, type JwtConfig } from './config.js'
+import { expectedClaims, requiresExp, schema, type JwtConfig } from './config.js'
 import { failedClaim, loadKeys, verifyToken, type VerifyKey } from './verify.js'
 
 const DENY = { result: 'deny', reason: 'not_authorized' } as const
@@ -14,10 +14,11 @@ const acls = new AclTable()
 function authenticator (ctx: PluginContext<JwtConfig>, keys: VerifyKey[]) {
   const expected = expectedClaims(ctx.config)
   const fromUsername = ctx.config['auth.jwt.from'] === 'username'
+  const requireExp = requiresExp(ctx.config)
   return async ({ client, password }: AuthenticateRequest): Promise<AuthenticateAnswer> => {
     const token = fromUsername ? client.username : password?.toString('utf8')
     if (token === undefined || token === '') return 'ignore'
-    const verdict = await verifyToken(token, keys)
+    const verdict = await verifyToken(token, keys, requireExp)
     if (verdict.kind === 'not_jwt') return 'ignore'
     const deny = (why: string): AuthenticateAnswer => {
       ctx.logger.debug({ clientId: client.clientId, why }, 'JWT refused')

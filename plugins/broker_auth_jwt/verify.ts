@@ -70,7 +70,8 @@ export function jwtHeader (token: string): Record<string, unknown> | undefined {
   }
 }
 
-export async function verifyToken (token: string, keys: VerifyKey[]): Promise<Verdict> {
+/** `requireExp`: a token without an `exp` claim is invalid. */
+export async function verifyToken (token: string, keys: VerifyKey[], requireExp = false): Promise<Verdict> {
   const header = jwtHeader(token)
   if (header === undefined) return { kind: 'not_jwt' }
   const alg = header.alg
@@ -79,7 +80,7 @@ export async function verifyToken (token: string, keys: VerifyKey[]): Promise<Ve
   const key = keys.find((k) => k.algorithms.includes(alg))
   if (key === undefined) return { kind: 'invalid', why: `no key configured for alg ${alg}` }
   try {
-    const { payload } = await jwtVerify(token, key.key, { algorithms: key.algorithms, clockTolerance: CLOCK_TOLERANCE_S })
+    const { payload } = await jwtVerify(token, key.key, { algorithms: key.algorithms, clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: requireExp ? ['exp'] : [] })
     // jose checks exp and nbf; EMQ X also refuses an iat in the future.
     if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + CLOCK_TOLERANCE_S) {
       return { kind: 'invalid', why: 'iat is in the future' }

@@ -8,6 +8,7 @@ import { CODE, type ApiError } from './errors.js'
 import { page, pageV2, pagingQuery, pagingQueryV2 } from './paging.js'
 import { routes, type ApiContext, type Route } from './routes.js'
 import { routesV2 } from './routes-v2.js'
+import { roleOfTags, type Role } from './roles.js'
 
 /** What the server is given: the handlers' context but for the table, which is each API's own. */
 export type ServerContext = Omit<ApiContext, 'routes'>
@@ -16,9 +17,9 @@ export interface Api {
   /** `/api/v3` */
   base: string
   routes: readonly Route[]
-  /** the hapi auth strategy's name, and what it accepts (HTTP Basic user name and password) */
+  /** the hapi auth strategy's name, and what it accepts (HTTP Basic user name and password): the caller's role, undefined when refused */
   strategy: string
-  verify: (api: ServerContext, user: string, password: string) => Promise<boolean>
+  verify: (api: ServerContext, user: string, password: string) => Promise<Role | undefined>
   pagingQuery: Joi.PartialSchemaMap
   page: (rows: unknown[], query: Record<string, unknown>, maxRowLimit: number) => unknown
   /** the body of a 200 answer */
@@ -31,7 +32,7 @@ export const v3: Api = {
   base: '/api/v3',
   routes,
   strategy: 'application',
-  verify: async ({ apps }, appId, secret) => await apps.verify(appId, secret),
+  verify: async ({ apps }, appId, secret) => await apps.verify(appId, secret) ? await apps.role(appId) : undefined,
   pagingQuery,
   page,
   success: (result) => result,
@@ -48,7 +49,7 @@ export const v2: Api = {
   base: '/api/v2',
   routes: routesV2,
   strategy: 'administrator',
-  verify: async ({ users }, username, password) => await users.verify(username, password),
+  verify: async ({ users }, username, password) => await users.verify(username, password) ? roleOfTags((await users.get(username))?.tags ?? '') : undefined,
   pagingQuery: pagingQueryV2,
   page: pageV2,
   success: (result) => ({ code: 0, result }),

@@ -4,6 +4,7 @@
 // is listed and can be disabled), and its secret is always the configured one.
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import type { PluginStore } from '../../lib/plugins/contract.js'
+import type { Role } from './roles.js'
 
 export interface App {
   app_id: string
@@ -13,6 +14,8 @@ export interface App {
   status: boolean
   /** unix seconds, or `undefined` for never */
   expired: number | 'undefined'
+  /** absent in records written before roles: an administrator */
+  role?: Role
 }
 
 const PREFIX = 'app:'
@@ -23,7 +26,7 @@ export class Apps {
   /** Records the default application unless it is there already. */
   async seed (): Promise<void> {
     if (await this.get(this.defaultApp.id) !== undefined) return
-    await this.put({ app_id: this.defaultApp.id, name: 'Default', secret: this.defaultApp.secret, desc: 'default application (management.default_application)', status: true, expired: 'undefined' })
+    await this.put({ app_id: this.defaultApp.id, name: 'Default', secret: this.defaultApp.secret, desc: 'default application (management.default_application)', status: true, expired: 'undefined', role: 'administrator' })
   }
 
   async list (): Promise<App[]> {
@@ -56,6 +59,11 @@ export class Apps {
     if (!app.status) return false
     if (app.expired !== 'undefined' && app.expired * 1000 <= now) return false
     return same(secret, app.secret)
+  }
+
+  /** The role of an application (one not recorded is the default one: an administrator). */
+  async role (appId: string): Promise<Role> {
+    return (await this.get(appId))?.role ?? 'administrator'
   }
 
   #withSecret (app: App): App {

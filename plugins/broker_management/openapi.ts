@@ -68,11 +68,13 @@ export function openapi (routes: readonly Route[]): JsonSchema {
         200: { description: 'success', content: { 'application/json': {} } },
         400: { description: 'bad request: {code: 107 missing | 108 wrong type | 109 not JSON, message}' },
         401: { description: 'no or bad application credentials' },
+        403: { description: `the caller's role is not enough: this operation needs ${route.role}` },
         404: { description: 'no such route, node or record: {message}' },
         500: { description: 'unexpected failure: {message}' }
       }
     }
     if (route.auth === false) operation.security = []
+    else operation['x-required-role'] = route.role
     if (route.validate?.payload !== undefined) {
       operation.requestBody = { required: true, content: { 'application/json': { schema: toJsonSchema(describe(route.validate.payload)) } } }
     }

@@ -50,6 +50,7 @@ function from (methodPath: string, source: Route, { result = noData, request, va
     path,
     name: source.name,
     descr: source.descr,
+    role: source.role,
     handler: async (req, api) => result(await source.handler(request === undefined ? req : request(req), api))
   }
   if (source.paged === true) row.paged = true
@@ -103,6 +104,7 @@ export const routesV2: readonly Route[] = [
     method: 'PUT',
     path: '/nodes/:node/plugins/:plugin',
     name: 'start_stop_plugin',
+    role: 'administrator',
     descr: 'Load (active: true) or unload (active: false) a plugin',
     validate: { payload: Joi.object({ active: Joi.boolean().required() }) },
     handler: async (req, api) => {
@@ -117,19 +119,19 @@ export const routesV2: readonly Route[] = [
 
   // --- metrics and statistics (§2.11, §2.12, v2 keys) ---
   {
-    method: 'GET', path: '/monitoring/metrics/', name: 'list_all_metrics', descr: 'The metrics of every node, keyed by node name',
+    method: 'GET', path: '/monitoring/metrics/', name: 'list_all_metrics', role: 'viewer', descr: 'The metrics of every node, keyed by node name',
     handler: async (_req, { node }) => Object.fromEntries((await everyNode(node, 'metricsV2')).map((a) => [a.node, a.value]))
   },
   {
-    method: 'GET', path: '/monitoring/metrics/:node', name: 'list_node_metrics', descr: 'The metrics of a node',
+    method: 'GET', path: '/monitoring/metrics/:node', name: 'list_node_metrics', role: 'viewer', descr: 'The metrics of a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'metricsV2')
   },
   {
-    method: 'GET', path: '/monitoring/stats', name: 'list_stats', descr: 'The statistics of every node: a list of objects keyed by node name',
+    method: 'GET', path: '/monitoring/stats', name: 'list_stats', role: 'viewer', descr: 'The statistics of every node: a list of objects keyed by node name',
     handler: async (_req, { node }) => (await everyNode(node, 'statsV2')).map((a) => ({ [a.node]: a.value }))
   },
   {
-    method: 'GET', path: '/monitoring/stats/:node', name: 'lookup_node_stats', descr: 'The statistics of a node',
+    method: 'GET', path: '/monitoring/stats/:node', name: 'lookup_node_stats', role: 'viewer', descr: 'The statistics of a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'statsV2')
   },
 

@@ -11,6 +11,7 @@ import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
 import { onHolder, rowsOfAll, type ListMethod, type RemoteMethod } from '../../lib/cluster/cluster.js'
+import { ROLES, type Caller, type Role } from './roles.js'
 import type { Users } from './users.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
@@ -28,6 +29,8 @@ export interface RouteRequest {
   params: Record<string, string>
   query: Record<string, unknown>
   payload: unknown
+  /** who calls (undefined on a row with `auth: false`) */
+  caller?: Caller
 }
 
 export interface Route {
@@ -38,6 +41,8 @@ export interface Route {
   paged?: boolean
   /** false: no application credentials needed (`POST /auth` checks its own) */
   auth?: false
+  /** the least role of a caller (roles.ts); not checked on a row with `auth: false`, which has no caller */
+  role: Role
   validate?: { query?: Joi.ObjectSchema, payload?: Joi.ObjectSchema }
   handler: (req: RouteRequest, api: ApiContext) => unknown
 }
@@ -104,8 +109,10 @@ async function holder (node: NodeView, method: 'kick' | 'cleanAclCache' | 'subsc
 const notOnline = (): ApiError => new ApiError(404, { code: CODE.notOnline, message: 'client not online' })
 
 function publicApp ({ secret: _secret, ...app }: App): Omit<App, 'secret'> {
-  return app
+  return { ...app, role: app.role ?? 'administrator' }
 }
+
+const role = Joi.string().valid(...ROLES).description('administrator (every operation) or viewer (reads only)')
 
 const qos = Joi.number().integer().valid(0, 1, 2)
 /** `{key, value}` of PUT /configs/:app and /nodes/:node/configs/:app (§2.14) */
@@ -132,58 +139,58 @@ async function existingApp (apps: Apps, appId: string): Promise<App> {
 export const routes: readonly Route[] = [
   // --- the API itself ---
   {
-    method: 'GET', path: '/', name: 'list_apis', descr: 'List every operation of the API',
+    method: 'GET', path: '/', name: 'list_apis', role: 'viewer', descr: 'List every operation of the API',
     handler: (_req, { routes }) => routes.map(({ name, method, path, descr }) => ({ name, method, path, descr }))
   },
   {
-    method: 'GET', path: '/openapi.json', name: 'openapi', descr: 'The OpenAPI 3 document of the API',
+    method: 'GET', path: '/openapi.json', name: 'openapi', role: 'viewer', descr: 'The OpenAPI 3 document of the API',
     handler: (_req, { routes }) => openapi(routes)
   },
 
   // --- brokers and nodes (§2.7, §2.8) ---
   {
-    method: 'GET', path: '/brokers/', name: 'list_brokers', descr: 'A list of brokers in the cluster',
+    method: 'GET', path: '/brokers/', name: 'list_brokers', role: 'viewer', descr: 'A list of brokers in the cluster',
     handler: async (_req, { node }) => (await everyNode(node, 'brokerInfo')).map((a) => ({ ...(a.value as object), node: a.node }))
   },
   {
-    method: 'GET', path: '/brokers/:node', name: 'lookup_broker', descr: 'Get broker info of a node',
+    method: 'GET', path: '/brokers/:node', name: 'lookup_broker', role: 'viewer', descr: 'Get broker info of a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'brokerInfo')
   },
   {
-    method: 'GET', path: '/nodes/', name: 'list_nodes', descr: 'A list of nodes in the cluster',
+    method: 'GET', path: '/nodes/', name: 'list_nodes', role: 'viewer', descr: 'A list of nodes in the cluster',
     handler: async (_req, { node }) => (await everyNode(node, 'nodeStats', true)).map((a) => ({ ...(a.value as object), node: a.node }))
   },
   {
-    method: 'GET', path: '/nodes/:node', name: 'lookup_node', descr: 'Lookup a node in the cluster',
+    method: 'GET', path: '/nodes/:node', name: 'lookup_node', role: 'viewer', descr: 'Lookup a node in the cluster',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'nodeStats')
   },
 
   // --- connections (§2.1) ---
   {
-    method: 'GET', path: '/connections/', name: 'list_connections', descr: 'A list of connections in the cluster', paged: true,
+    method: 'GET', path: '/connections/', name: 'list_connections', role: 'viewer', descr: 'A list of connections in the cluster', paged: true,
     handler: async (_req, { node }) => await rows(node, 'connections')
   },
   {
-    method: 'GET', path: '/nodes/:node/connections/', name: 'list_node_connections', descr: 'A list of connections on a node', paged: true,
+    method: 'GET', path: '/nodes/:node/connections/', name: 'list_node_connections', role: 'viewer', descr: 'A list of connections on a node', paged: true,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'connections')
   },
   {
-    method: 'GET', path: '/connections/:clientid', name: 'lookup_connections', descr: 'Lookup a connection in the cluster',
+    method: 'GET', path: '/connections/:clientid', name: 'lookup_connections', role: 'viewer', descr: 'Lookup a connection in the cluster',
     handler: async ({ params }, { node }) => await rows(node, 'connection', params.clientid)
   },
   {
-    method: 'GET', path: '/nodes/:node/connections/:clientid', name: 'lookup_node_connection', descr: 'Lookup a connection on a node',
+    method: 'GET', path: '/nodes/:node/connections/:clientid', name: 'lookup_node_connection', role: 'viewer', descr: 'Lookup a connection on a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'connection', params.clientid)
   },
   {
-    method: 'DELETE', path: '/connections/:clientid', name: 'kickout_connection', descr: 'Kick out a connection',
+    method: 'DELETE', path: '/connections/:clientid', name: 'kickout_connection', role: 'administrator', descr: 'Kick out a connection',
     handler: async ({ params }, { node }) => {
       if (!await holder(node, 'kick', params.clientid)) throw notOnline()
       return OK
     }
   },
   {
-    method: 'DELETE', path: '/connections/:clientid/acl/:topic', name: 'clean_acl_cache', descr: 'Clean the ACL cache of a connection for a topic',
+    method: 'DELETE', path: '/connections/:clientid/acl/:topic', name: 'clean_acl_cache', role: 'administrator', descr: 'Clean the ACL cache of a connection for a topic',
     handler: async ({ params }, { node }) => {
       if (!await holder(node, 'cleanAclCache', params.clientid, params.topic)) throw notOnline()
       return OK
@@ -192,53 +199,53 @@ export const routes: readonly Route[] = [
 
   // --- sessions (§2.3) ---
   {
-    method: 'GET', path: '/sessions/', name: 'list_sessions', descr: 'A list of sessions in the cluster', paged: true,
+    method: 'GET', path: '/sessions/', name: 'list_sessions', role: 'viewer', descr: 'A list of sessions in the cluster', paged: true,
     handler: async (_req, { node }) => await rows(node, 'sessions')
   },
   {
-    method: 'GET', path: '/nodes/:node/sessions/', name: 'list_node_sessions', descr: 'A list of sessions on a node', paged: true,
+    method: 'GET', path: '/nodes/:node/sessions/', name: 'list_node_sessions', role: 'viewer', descr: 'A list of sessions on a node', paged: true,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'sessions')
   },
   {
-    method: 'GET', path: '/sessions/:clientid', name: 'lookup_session', descr: 'Lookup a session in the cluster',
+    method: 'GET', path: '/sessions/:clientid', name: 'lookup_session', role: 'viewer', descr: 'Lookup a session in the cluster',
     handler: async ({ params }, { node }) => await rows(node, 'session', params.clientid)
   },
   {
-    method: 'GET', path: '/nodes/:node/sessions/:clientid', name: 'lookup_node_session', descr: 'Lookup a session on a node',
+    method: 'GET', path: '/nodes/:node/sessions/:clientid', name: 'lookup_node_session', role: 'viewer', descr: 'Lookup a session on a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'session', params.clientid)
   },
 
   // --- subscriptions (§2.5) ---
   {
-    method: 'GET', path: '/subscriptions/', name: 'list_subscriptions', descr: 'A list of subscriptions in the cluster', paged: true,
+    method: 'GET', path: '/subscriptions/', name: 'list_subscriptions', role: 'viewer', descr: 'A list of subscriptions in the cluster', paged: true,
     handler: async (_req, { node }) => await rows(node, 'subscriptions')
   },
   {
-    method: 'GET', path: '/subscriptions/:clientid', name: 'lookup_client_subscriptions', descr: 'A list of subscriptions of a client',
+    method: 'GET', path: '/subscriptions/:clientid', name: 'lookup_client_subscriptions', role: 'viewer', descr: 'A list of subscriptions of a client',
     handler: async ({ params }, { node }) => await rows(node, 'clientSubscriptions', params.clientid)
   },
   {
-    method: 'GET', path: '/nodes/:node/subscriptions/', name: 'list_node_subscriptions', descr: 'A list of subscriptions on a node', paged: true,
+    method: 'GET', path: '/nodes/:node/subscriptions/', name: 'list_node_subscriptions', role: 'viewer', descr: 'A list of subscriptions on a node', paged: true,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'subscriptions')
   },
   {
-    method: 'GET', path: '/nodes/:node/subscriptions/:clientid', name: 'lookup_client_subscriptions_with_node', descr: 'A list of subscriptions of a client on a node',
+    method: 'GET', path: '/nodes/:node/subscriptions/:clientid', name: 'lookup_client_subscriptions_with_node', role: 'viewer', descr: 'A list of subscriptions of a client on a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'clientSubscriptions', params.clientid)
   },
 
   // --- routes (§2.6) ---
   {
-    method: 'GET', path: '/routes/', name: 'list_routes', descr: 'A list of routes in the cluster', paged: true,
+    method: 'GET', path: '/routes/', name: 'list_routes', role: 'viewer', descr: 'A list of routes in the cluster', paged: true,
     handler: async (_req, { node }) => await rows(node, 'routes')
   },
   {
-    method: 'GET', path: '/routes/:topic', name: 'lookup_routes', descr: 'Lookup the routes of a topic',
+    method: 'GET', path: '/routes/:topic', name: 'lookup_routes', role: 'viewer', descr: 'Lookup the routes of a topic',
     handler: async ({ params }, { node }) => await rows(node, 'route', params.topic)
   },
 
   // --- publish, subscribe, unsubscribe (§4.3) ---
   {
-    method: 'POST', path: '/mqtt/publish', name: 'mqtt_publish', descr: 'Publish a MQTT message',
+    method: 'POST', path: '/mqtt/publish', name: 'mqtt_publish', role: 'administrator', descr: 'Publish a MQTT message',
     validate: {
       payload: Joi.object({
         topic: nonEmpty.required(),
@@ -255,7 +262,7 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'POST', path: '/mqtt/subscribe', name: 'mqtt_subscribe', descr: 'Subscribe a connected client to a topic',
+    method: 'POST', path: '/mqtt/subscribe', name: 'mqtt_subscribe', role: 'administrator', descr: 'Subscribe a connected client to a topic',
     validate: { payload: Joi.object({ topic: nonEmpty.required(), qos: qos.default(0), client_id: nonEmpty.required() }) },
     handler: async ({ payload }, { node }) => {
       const body = payload as { topic: string, qos: 0 | 1 | 2, client_id: string }
@@ -264,7 +271,7 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'POST', path: '/mqtt/unsubscribe', name: 'mqtt_unsubscribe', descr: 'Unsubscribe a connected client from a topic',
+    method: 'POST', path: '/mqtt/unsubscribe', name: 'mqtt_unsubscribe', role: 'administrator', descr: 'Unsubscribe a connected client from a topic',
     validate: {
       payload: Joi.object({
         topic: nonEmpty.required(),
@@ -284,22 +291,22 @@ export const routes: readonly Route[] = [
 
   // --- plugins (§2.13, §3) ---
   {
-    method: 'GET', path: '/plugins/', name: 'list_all_plugins', descr: 'A list of plugins in the cluster',
+    method: 'GET', path: '/plugins/', name: 'list_all_plugins', role: 'viewer', descr: 'A list of plugins in the cluster',
     handler: async (_req, { node }) => await byNode(node, 'plugins', 'plugins')
   },
   {
-    method: 'GET', path: '/nodes/:node/plugins/', name: 'list_node_plugins', descr: 'A list of plugins on a node',
+    method: 'GET', path: '/nodes/:node/plugins/', name: 'list_node_plugins', role: 'viewer', descr: 'A list of plugins on a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'plugins')
   },
   {
-    method: 'PUT', path: '/nodes/:node/plugins/:plugin/load', name: 'load_plugin', descr: 'Load a plugin',
+    method: 'PUT', path: '/nodes/:node/plugins/:plugin/load', name: 'load_plugin', role: 'administrator', descr: 'Load a plugin',
     handler: async ({ params }, { node }) => {
       await onNode(node, params.node, 'loadPlugin', params.plugin)
       return OK
     }
   },
   {
-    method: 'PUT', path: '/nodes/:node/plugins/:plugin/unload', name: 'unload_plugin', descr: 'Unload a plugin',
+    method: 'PUT', path: '/nodes/:node/plugins/:plugin/unload', name: 'unload_plugin', role: 'administrator', descr: 'Unload a plugin',
     handler: async ({ params }, { node }) => {
       await onNode(node, params.node, 'unloadPlugin', params.plugin)
       return OK
@@ -308,25 +315,25 @@ export const routes: readonly Route[] = [
 
   // --- listeners (§2.10) ---
   {
-    method: 'GET', path: '/listeners/', name: 'list_listeners', descr: 'A list of listeners in the cluster',
+    method: 'GET', path: '/listeners/', name: 'list_listeners', role: 'viewer', descr: 'A list of listeners in the cluster',
     handler: async (_req, { node }) => await byNode(node, 'listeners', 'listeners')
   },
   {
-    method: 'GET', path: '/nodes/:node/listeners', name: 'list_node_listeners', descr: 'A list of listeners on a node',
+    method: 'GET', path: '/nodes/:node/listeners', name: 'list_node_listeners', role: 'viewer', descr: 'A list of listeners on a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'listeners')
   },
 
   // --- configuration (§2.14) ---
   {
-    method: 'GET', path: '/configs/', name: 'get_all_configs', descr: 'Get all configs',
+    method: 'GET', path: '/configs/', name: 'get_all_configs', role: 'viewer', descr: 'Get all configs',
     handler: async (_req, { node }) => await byNode(node, 'configs', 'config')
   },
   {
-    method: 'GET', path: '/nodes/:node/configs/', name: 'get_all_configs', descr: 'Get all configs of a node',
+    method: 'GET', path: '/nodes/:node/configs/', name: 'get_all_configs', role: 'viewer', descr: 'Get all configs of a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'configs')
   },
   {
-    method: 'PUT', path: '/configs/:app', name: 'update_config', descr: 'Update a config item on every node',
+    method: 'PUT', path: '/configs/:app', name: 'update_config', role: 'administrator', descr: 'Update a config item on every node',
     validate: { payload: configItem },
     handler: async ({ params, payload }, { node }) => {
       const { key, value, next_start: nextStart } = payload as { key: string, value: string, next_start: boolean }
@@ -335,7 +342,7 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'PUT', path: '/nodes/:node/configs/:app', name: 'update_node_config', descr: 'Update a config item on a node',
+    method: 'PUT', path: '/nodes/:node/configs/:app', name: 'update_node_config', role: 'administrator', descr: 'Update a config item on a node',
     validate: { payload: configItem },
     handler: async ({ params, payload }, { node }) => {
       const { key, value, next_start: nextStart } = payload as { key: string, value: string, next_start: boolean }
@@ -346,11 +353,11 @@ export const routes: readonly Route[] = [
 
   // --- plugin settings (§2.15) ---
   {
-    method: 'GET', path: '/nodes/:node/plugin_configs/:plugin', name: 'get_plugin_configs', descr: 'Get the settings of a plugin',
+    method: 'GET', path: '/nodes/:node/plugin_configs/:plugin', name: 'get_plugin_configs', role: 'administrator', descr: 'Get the settings of a plugin',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'pluginSettings', params.plugin)
   },
   {
-    method: 'PUT', path: '/nodes/:node/plugin_configs/:plugin', name: 'update_plugin_configs', descr: 'Update the settings of a plugin (reloads it when active)',
+    method: 'PUT', path: '/nodes/:node/plugin_configs/:plugin', name: 'update_plugin_configs', role: 'administrator', descr: 'Update the settings of a plugin (reloads it when active)',
     validate: { payload: Joi.object().pattern(Joi.string(), Joi.string().allow('')).min(1).description('setting key → value') },
     handler: async ({ params, payload }, { node }) => {
       // this plugin reloading itself stops the server answering: answer first
@@ -362,25 +369,25 @@ export const routes: readonly Route[] = [
 
   // --- metrics and statistics (§2.11, §2.12) ---
   {
-    method: 'GET', path: '/metrics/', name: 'list_all_metrics', descr: 'A list of metrics of all nodes in the cluster',
+    method: 'GET', path: '/metrics/', name: 'list_all_metrics', role: 'viewer', descr: 'A list of metrics of all nodes in the cluster',
     handler: async (_req, { node }) => await byNode(node, 'metrics', 'metrics')
   },
   {
-    method: 'GET', path: '/nodes/:node/metrics/', name: 'list_node_metrics', descr: 'A list of metrics of a node',
+    method: 'GET', path: '/nodes/:node/metrics/', name: 'list_node_metrics', role: 'viewer', descr: 'A list of metrics of a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'metrics')
   },
   {
-    method: 'GET', path: '/stats/', name: 'list_stats', descr: 'A list of stats of all nodes in the cluster',
+    method: 'GET', path: '/stats/', name: 'list_stats', role: 'viewer', descr: 'A list of stats of all nodes in the cluster',
     handler: async (_req, { node }) => (await everyNode(node, 'stats')).map((a) => ({ node: a.node, ...(a.value as object) }))
   },
   {
-    method: 'GET', path: '/nodes/:node/stats/', name: 'lookup_node_stats', descr: 'A list of stats of a node',
+    method: 'GET', path: '/nodes/:node/stats/', name: 'lookup_node_stats', role: 'viewer', descr: 'A list of stats of a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'stats')
   },
 
   // --- graceful drain (issue 10; EMQ X 4 had none) ---
   {
-    method: 'PUT', path: '/nodes/:node/drain', name: 'drain_node', descr: 'Drain a node: stop accepting connections, then disconnect its clients at `rate` per second (default node.drain_rate; MQTT 5: DISCONNECT 0x9D)',
+    method: 'PUT', path: '/nodes/:node/drain', name: 'drain_node', role: 'administrator', descr: 'Drain a node: stop accepting connections, then disconnect its clients at `rate` per second (default node.drain_rate; MQTT 5: DISCONNECT 0x9D)',
     handler: async ({ params, payload }, { node }) => {
       const checked = Joi.object({ rate: Joi.number().integer().min(1) }).allow(null).validate(payload)
       if (checked.error !== undefined) throw new ApiError(400, { code: CODE.wrongType, message: checked.error.message })
@@ -389,28 +396,28 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'GET', path: '/nodes/:node/drain', name: 'drain_status', descr: 'How far the drain of a node is',
+    method: 'GET', path: '/nodes/:node/drain', name: 'drain_status', role: 'viewer', descr: 'How far the drain of a node is',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'drainStatus')
   },
 
   // --- alarms (§2.18) ---
   {
-    method: 'GET', path: '/alarms/', name: 'get_all_alarms', descr: 'Get the present alarms of all nodes in the cluster',
+    method: 'GET', path: '/alarms/', name: 'get_all_alarms', role: 'viewer', descr: 'Get the present alarms of all nodes in the cluster',
     handler: async (_req, { node }) => await byNode(node, 'alarms', 'alarms')
   },
   {
-    method: 'GET', path: '/alarms/:node', name: 'get_alarms', descr: 'Get the present alarms of a node',
+    method: 'GET', path: '/alarms/:node', name: 'get_alarms', role: 'viewer', descr: 'Get the present alarms of a node',
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'alarms')
   },
 
   // --- banned (§2.16) ---
   {
-    method: 'GET', path: '/banned/', name: 'list_banned', descr: 'List banned entries', paged: true,
+    method: 'GET', path: '/banned/', name: 'list_banned', role: 'viewer', descr: 'List banned entries', paged: true,
     // banned entries are kept where every node reads them; each node's list is the same
     handler: (_req, { node }) => node.banned()
   },
   {
-    method: 'POST', path: '/banned/', name: 'create_banned', descr: 'Create a banned entry',
+    method: 'POST', path: '/banned/', name: 'create_banned', role: 'administrator', descr: 'Create a banned entry',
     validate: {
       payload: Joi.object({
         who: Joi.string().min(1).required(),
@@ -429,7 +436,7 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'DELETE', path: '/banned/:who', name: 'delete_banned', descr: 'Delete a banned entry',
+    method: 'DELETE', path: '/banned/:who', name: 'delete_banned', role: 'administrator', descr: 'Delete a banned entry',
     validate: { query: Joi.object({ as: bannedKind.required() }) },
     handler: async ({ params, query }, { node }) => {
       const removed = await everyNode(node, 'unban', query.as as Parameters<NodeView['unban']>[0], params.who)
@@ -440,11 +447,11 @@ export const routes: readonly Route[] = [
 
   // --- applications (§5.1) ---
   {
-    method: 'GET', path: '/apps/', name: 'list_apps', descr: 'List applications',
+    method: 'GET', path: '/apps/', name: 'list_apps', role: 'viewer', descr: 'List applications',
     handler: async (_req, { apps }) => (await apps.list()).map(publicApp)
   },
   {
-    method: 'POST', path: '/apps/', name: 'add_app', descr: 'Add an application',
+    method: 'POST', path: '/apps/', name: 'add_app', role: 'administrator', descr: 'Add an application',
     validate: {
       payload: Joi.object({
         app_id: Joi.string().min(1).required(),
@@ -452,24 +459,28 @@ export const routes: readonly Route[] = [
         secret: Joi.string().allow('').description('generated when empty'),
         desc: Joi.string().allow(''),
         status: Joi.boolean(),
-        expired
+        expired,
+        role: role.default('administrator')
       })
     },
     handler: async ({ payload }, { apps }) => {
-      const body = payload as Partial<App> & { app_id: string, name: string }
+      const body = payload as Partial<App> & { app_id: string, name: string, role: Role }
       if (await apps.get(body.app_id) !== undefined) throw new ApiError(400, { code: CODE.unknown, message: 'app already exists' })
       const secret = body.secret === undefined || body.secret === '' ? newSecret() : body.secret
-      await apps.put({ app_id: body.app_id, name: body.name, secret, desc: body.desc ?? '', status: body.status ?? true, expired: body.expired ?? 'undefined' })
+      await apps.put({ app_id: body.app_id, name: body.name, secret, desc: body.desc ?? '', status: body.status ?? true, expired: body.expired ?? 'undefined', role: body.role })
       return { secret }
     }
   },
   {
-    method: 'GET', path: '/apps/:appid', name: 'lookup_app', descr: 'Lookup an application (with its secret)',
-    handler: async ({ params }, { apps }) => await existingApp(apps, params.appid)
+    method: 'GET', path: '/apps/:appid', name: 'lookup_app', role: 'viewer', descr: 'Lookup an application (its secret only for an administrator or the application itself)',
+    handler: async ({ params, caller }, { apps }) => {
+      const app = await existingApp(apps, params.appid)
+      return caller?.role === 'administrator' || caller?.id === app.app_id ? { ...publicApp(app), secret: app.secret } : publicApp(app)
+    }
   },
   {
-    method: 'PUT', path: '/apps/:appid', name: 'update_app', descr: 'Update an application',
-    validate: { payload: Joi.object({ name: Joi.string(), desc: Joi.string().allow(''), status: Joi.boolean(), expired }) },
+    method: 'PUT', path: '/apps/:appid', name: 'update_app', role: 'administrator', descr: 'Update an application',
+    validate: { payload: Joi.object({ name: Joi.string(), desc: Joi.string().allow(''), status: Joi.boolean(), expired, role }) },
     handler: async ({ params, payload }, { apps }) => {
       const app = await existingApp(apps, params.appid)
       await apps.put({ ...app, ...(payload as Partial<App>), app_id: app.app_id, secret: app.secret })
@@ -477,7 +488,7 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'DELETE', path: '/apps/:appid', name: 'del_app', descr: 'Delete an application',
+    method: 'DELETE', path: '/apps/:appid', name: 'del_app', role: 'administrator', descr: 'Delete an application',
     handler: async ({ params }, { apps }) => {
       if (!await apps.remove(params.appid)) throw notFound(`no application ${params.appid}`)
       return OK
@@ -486,11 +497,11 @@ export const routes: readonly Route[] = [
 
   // --- administrator users (§2.17, §5.1) ---
   {
-    method: 'GET', path: '/users/', name: 'list_users', descr: 'List administrator users',
+    method: 'GET', path: '/users/', name: 'list_users', role: 'viewer', descr: 'List administrator users',
     handler: async (_req, { users }) => await users.list()
   },
   {
-    method: 'POST', path: '/users/', name: 'create_user', descr: 'Create an administrator user',
+    method: 'POST', path: '/users/', name: 'create_user', role: 'administrator', descr: 'Create an administrator user',
     validate: { payload: Joi.object({ username: credential, password: credential, tags: Joi.string().allow('').default('') }) },
     handler: async ({ payload }, { users }) => {
       const { username, password, tags } = payload as { username: string, password: string, tags: string }
@@ -501,7 +512,7 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'PUT', path: '/users/:name', name: 'update_user', descr: 'Update the tags of an administrator user',
+    method: 'PUT', path: '/users/:name', name: 'update_user', role: 'administrator', descr: 'Update the tags of an administrator user',
     validate: { payload: Joi.object({ tags: Joi.string().allow('').required() }) },
     handler: async ({ params, payload }, { users }) => {
       if (!await users.setTags(params.name, (payload as { tags: string }).tags)) throw new ApiError(404, { code: CODE.noSuchUser, message: `no user ${params.name}` })
@@ -509,7 +520,7 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'DELETE', path: '/users/:name', name: 'delete_user', descr: 'Delete an administrator user',
+    method: 'DELETE', path: '/users/:name', name: 'delete_user', role: 'administrator', descr: 'Delete an administrator user',
     handler: async ({ params }, { users }) => {
       if (params.name === users.defaultUser.login) throw new ApiError(403, { code: CODE.adminUser, message: 'the admin user cannot be deleted' })
       if (!await users.remove(params.name)) throw new ApiError(404, { code: CODE.noSuchUser, message: `no user ${params.name}` })
@@ -517,7 +528,7 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'POST', path: '/auth', name: 'auth_user', descr: 'Check the user name and password of an administrator user', auth: false,
+    method: 'POST', path: '/auth', name: 'auth_user', role: 'administrator', descr: 'Check the user name and password of an administrator user', auth: false,
     validate: { payload: Joi.object({ username: credential, password: credential }) },
     handler: async ({ payload }, { users }) => {
       const { username, password } = payload as { username: string, password: string }
@@ -527,7 +538,7 @@ export const routes: readonly Route[] = [
     }
   },
   {
-    method: 'PUT', path: '/change_pwd/:username', name: 'change_pwd', descr: 'Change the password of an administrator user',
+    method: 'PUT', path: '/change_pwd/:username', name: 'change_pwd', role: 'administrator', descr: 'Change the password of an administrator user',
     validate: { payload: Joi.object({ old_pwd: credential, new_pwd: credential }) },
     handler: async ({ params, payload }, { users }) => {
       const { old_pwd: oldPassword, new_pwd: newPassword } = payload as { old_pwd: string, new_pwd: string }

@@ -10,6 +10,7 @@ import Joi from 'joi'
 import type { Logger } from '../../lib/log.js'
 import { APIS, type Api, type ServerContext } from './apis.js'
 import { ApiError, CODE } from './errors.js'
+import { allows, forbidden, type Caller, type Role } from './roles.js'
 import { statusRoutes } from './status.js'
 import type { ApiContext, Route } from './routes.js'
 
@@ -59,7 +60,10 @@ export async function createServer (listen: { host: string, port: number }, cont
   for (const api of apis) {
     server.auth.strategy(api.strategy, 'basic', {
       unauthorizedAttributes: { realm: REALM },
-      validate: async (_request: Hapi.Request, user: string, password: string) => ({ isValid: await api.verify(context, user, password), credentials: { user } })
+      validate: async (_request: Hapi.Request, user: string, password: string) => {
+        const role = await api.verify(context, user, password)
+        return { isValid: role !== undefined, credentials: { user, role } }
+      }
     })
     const handlerContext: ApiContext = { ...context, routes: api.routes }
     for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger))
@@ -90,6 +94,11 @@ export async function createServer (listen: { host: string, port: number }, cont
   return server
 }
 
+function callerOf (request: Hapi.Request): Caller | undefined {
+  const credentials = request.auth.credentials as { user?: string, role?: Role } | null
+  return credentials?.user === undefined || credentials.role === undefined ? undefined : { id: credentials.user, role: credentials.role }
+}
+
 function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger): Hapi.ServerRoute {
   const names = paramNames(route.path)
   const query = route.paged === true ? Joi.object(api.pagingQuery).concat(route.validate?.query ?? Joi.object()) : route.validate?.query
@@ -105,6 +114,8 @@ function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger)
     handler: async (request, h) => {
       try {
         const params = request.params as Record<string, string>
+        const caller = callerOf(request)
+        if (route.auth !== false && !allows(caller?.role ?? 'viewer', route.role)) throw forbidden(route.role)
         for (const name of names) {
           if (typeof params[name] !== 'string' || params[name] === '') throw new ApiError(400, { code: CODE.missing, message: `"${name}" is required` })
         }
@@ -125,7 +136,7 @@ function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger)
           if (checked.error !== undefined) throw validationError(checked.error, 'body')
           body = checked.value
         }
-        const result = await route.handler({ params, query: q, payload: body }, context)
+        const result = await route.handler({ params, query: q, payload: body, caller }, context)
         return answer(h, 200, api.success(route.paged === true ? api.page(result as unknown[], q, context.maxRowLimit) : result))
       } catch (err) {
         if (err instanceof ApiError) return refuse(h, api, err)

@@ -4,6 +4,7 @@
 // node name (`n1@127.0.0.1` …), MQTT port and broker_management HTTP port; the
 // cluster name is unique per cluster, so keys of different test files never
 // meet. `close` stops every node and the server and removes every folder.
+import { randomBytes } from 'node:crypto'
 import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -127,6 +128,7 @@ export async function startCluster (options: ClusterOptions = {}): Promise<TestC
   const heartbeat = options.heartbeat ?? '500ms'
   const rpcTimeout = options.rpcTimeout ?? '2s'
   const name = `tc${process.pid}x${++counter}x${Date.now().toString(36)}`
+  const cookie = randomBytes(24).toString('base64url')
   const root = await tempDir('broker-cluster-test-')
   let redis: RedisServer
   try {
@@ -168,6 +170,7 @@ export async function startCluster (options: ClusterOptions = {}): Promise<TestC
     'cluster.name': name,
     'cluster.heartbeat_interval': heartbeat,
     'cluster.rpc_timeout': rpcTimeout,
+    'cluster.cookie': cookie,
     ...options.settings
   })
 

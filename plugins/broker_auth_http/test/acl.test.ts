@@ -69,10 +69,12 @@ t.test('the server decides per topic and access', async (t) => {
   t.equal(await checkAcl()(check('subscribe', 'closed')), 'allow')
 })
 
-t.test('a handler never throws: an unexpected error is an ignore, logged', async (t) => {
+t.test('a handler never throws: an unexpected error is the auth.http.failure answer (deny by default), logged', async (t) => {
   const { checkAcl, logs } = await load(t, settings())
   const broken = { ...check('publish', 't'), client: undefined as unknown as ReturnType<typeof clientInfo> }
-  t.equal(await checkAcl()(broken), 'ignore')
+  t.equal(await checkAcl()(broken), 'deny')
   t.equal(server.seen.length, 0)
-  t.match(logs.filter((l) => l.level === 50), [{ msg: 'HTTP ACL check failed; ignored' }])
+  t.match(logs.filter((l) => l.level === 50), [{ msg: 'HTTP ACL check failed', answer: 'deny' }])
+  const ignoring = await load(t, { ...settings(), 'auth.http.failure': 'ignore' })
+  t.equal(await ignoring.checkAcl()(broken), 'ignore')
 })

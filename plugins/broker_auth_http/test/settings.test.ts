@@ -40,8 +40,14 @@ t.test('defaults: only auth_req is needed', async (t) => {
     'auth.http.request.retry_times': 3,
     'auth.http.request.retry_interval': 100,
     'auth.http.request.retry_backoff': 2,
-    'auth.http.pool_size': 8
+    'auth.http.pool_size': 8,
+    'auth.http.failure': 'deny'
   })
+})
+
+t.test('auth.http.failure: deny or ignore (any case), nothing else', async (t) => {
+  t.equal(validate({ ...AUTH, 'auth.http.failure': 'Ignore' })['auth.http.failure'], 'ignore')
+  t.throws(() => validate({ ...AUTH, 'auth.http.failure': 'allow' }), /auth\.http\.failure/)
 })
 
 t.test('durations: 5s, 500ms, 1m and bare seconds', async (t) => {

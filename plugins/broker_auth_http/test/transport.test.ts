@@ -24,7 +24,7 @@ async function timed<T> (work: Promise<T>): Promise<[T, number]> {
   return [value, Date.now() - start]
 }
 
-t.test('a server that never answers: deny (auth) and ignore (ACL) once the timeout passes', async (t) => {
+t.test('a server that never answers: deny (auth and ACL, auth.http.failure default) once the timeout passes', async (t) => {
   const { authenticate, checkAcl } = await load(t, {
     'auth.http.auth_req': server.url('/mqtt/auth'),
     'auth.http.acl_req': server.url('/mqtt/acl'),
@@ -35,7 +35,7 @@ t.test('a server that never answers: deny (auth) and ignore (ACL) once the timeo
   t.strictSame(authAnswer, DENY)
   t.ok(authMs >= 380 && authMs < 1400, `auth answered after ${authMs}ms`)
   const [aclAnswer, aclMs] = await timed(Promise.resolve(checkAcl()(acl)))
-  t.equal(aclAnswer, 'ignore')
+  t.equal(aclAnswer, 'deny')
   t.ok(aclMs >= 380 && aclMs < 1400, `ACL answered after ${aclMs}ms`)
   t.equal(server.seen.length, 2, 'a timed-out request is not retried')
 })
@@ -48,7 +48,7 @@ t.test('timeout as bare seconds', async (t) => {
   t.ok(ms >= 950 && ms < 2500, `answered after ${ms}ms`)
 })
 
-t.test('connection refused: deny (auth), ignore (ACL), without waiting for the timeout', async (t) => {
+t.test('connection refused: deny (auth and ACL), without waiting for the timeout', async (t) => {
   const port = await deadPort()
   const { authenticate, checkAcl, logs } = await load(t, {
     'auth.http.auth_req': `http://127.0.0.1:${port}/mqtt/auth`,
@@ -58,7 +58,7 @@ t.test('connection refused: deny (auth), ignore (ACL), without waiting for the t
   const [answer, ms] = await timed(Promise.resolve(authenticate(auth)))
   t.strictSame(answer, DENY)
   t.ok(ms < 1000, `refused in ${ms}ms`)
-  t.equal(await checkAcl()(acl), 'ignore')
+  t.equal(await checkAcl()(acl), 'deny')
   const warned = logs.filter((l) => l.level === 40)
   t.strictSame(warned.map((l) => [l.url, l.code]), [
     [`http://127.0.0.1:${port}/mqtt/auth`, 'ECONNREFUSED'],

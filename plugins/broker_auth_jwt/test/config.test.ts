@@ -14,7 +14,7 @@ const read = (text: string): JwtConfig => validatePluginConfig(schema, parseConf
 t.test('the shipped file sets no key, so loading it fails and says what to set', async (t) => {
   const file = join(INSTALL_ROOT, FILE)
   const lines = await readPluginConfigLines(file)
-  t.same(lines.map((l) => l.key), ['auth.jwt.from', 'auth.jwt.verify_claims'], 'only the non-secret settings are active')
+  t.same(lines.map((l) => l.key), ['auth.jwt.from', 'auth.jwt.verify_claims', 'auth.jwt.verify_claims.exp'], 'only the non-secret settings are active (tokens must expire)')
   t.throws(() => validatePluginConfig(schema, lines, file), {
     message: `${file}: set auth.jwt.secret (an HMAC secret) or auth.jwt.pubkey (an RSA/EC public key file): broker_auth_jwt has no key to verify tokens with`
   })
@@ -31,7 +31,7 @@ t.test('the shipped examples, uncommented, are valid settings', async (t) => {
 
 t.test('defaults: token from the password, no claim checks', async (t) => {
   const config = read('auth.jwt.secret = s')
-  t.same(config, { 'auth.jwt.secret': 's', 'auth.jwt.from': 'password', 'auth.jwt.verify_claims': false })
+  t.same(config, { 'auth.jwt.secret': 's', 'auth.jwt.from': 'password', 'auth.jwt.verify_claims': false, 'auth.jwt.verify_claims.exp': 'optional' })
   t.same(expectedClaims(config), [])
 })
 

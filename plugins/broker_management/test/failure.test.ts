@@ -16,7 +16,7 @@ t.test('a throwing node service method → 500 {message}; the next request is se
       sessions: () => { calls++; throw new Error('the store is on fire') },
       alarms: () => []
     }),
-    apps: { verify: async (id: string, secret: string) => id === 'admin' && secret === 'public' },
+    apps: { verify: async (id: string, secret: string) => id === 'admin' && secret === 'public', role: async () => 'administrator' },
     users: {},
     maxRowLimit: 100,
     routes
@@ -44,7 +44,7 @@ t.test('a throwing node service method → 500 {message}; the next request is se
 t.test('an async (rejected) failure is a 500 too', async (t) => {
   const api = {
     node: withCluster({ name: 'fake@host', sessions: async () => await Promise.reject(new Error('later')) }),
-    apps: { verify: async () => true },
+    apps: { verify: async () => true, role: async () => 'administrator' },
     users: {},
     maxRowLimit: 100,
     routes

@@ -70,7 +70,7 @@ t.test('a throwing node service method → 500 {code: 102}; the next request is 
   const context = {
     node: withCluster({ name: 'fake@host', connections: () => { calls++; throw new Error('the store is on fire') }, statsV2: () => ({ 'clients/count': 0 }) }),
     apps: {},
-    users: { verify: async (user: string, password: string) => user === 'admin' && password === 'public' },
+    users: { verify: async (user: string, password: string) => user === 'admin' && password === 'public', get: async () => ({ username: 'admin', tags: 'administrator' }) },
     maxRowLimit: 100
   } as unknown as ServerContext
   const server = await createServer({ host: '127.0.0.1', port: 0 }, context, pino({ level: 'silent' }))
