@@ -13,6 +13,7 @@ import type { BannedList } from './banned.js'
 import { clientInfoOf, expandMountpoint, setClientState } from './client-state.js'
 import { REFUSALS, type Refusal } from './refusals.js'
 import type { EnhancedAuth } from './enhanced-auth.js'
+import type { ConnectingClient, SessionGuard } from './session-guard.js'
 
 
 function refusal (reason: Refusal, message: string): AuthenticateError {
@@ -21,10 +22,10 @@ function refusal (reason: Refusal, message: string): AuthenticateError {
 
 type Verdict = { allow: true, superuser: boolean, mountpoint?: string } | { allow: false, reason: Refusal, message: string }
 
-export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, logger: Logger }
+export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, guard: SessionGuard, logger: Logger }
 
 
-export function createAuthenticate ({ config, hooks, banned, enhanced, logger }: AuthenticateDeps) {
+export function createAuthenticate ({ config, hooks, banned, enhanced, guard, logger }: AuthenticateDeps) {
   async function decide (client: Client, info: ClientInfo, password: Buffer | undefined, refused: ListenerRefusal | undefined): Promise<Verdict> {
     if (refused !== undefined) {
       return { allow: false, reason: refused, message: refused === 'quota_exceeded' ? 'listener connection limit reached' : 'listener connection rate exceeded' }
@@ -59,15 +60,20 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, logger }:
 
   return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {
     const info = clientInfoOf(client, username)
-    decide(client, info, password, connInfo(client.conn)?.refusal).then((verdict) => {
+    const admit = async (): Promise<Verdict> => {
+      const verdict = await decide(client, info, password, connInfo(client.conn)?.refusal)
+      if (!verdict.allow) return verdict
+      info.isSuperuser = verdict.superuser
+      info.mountpoint = expandMountpoint(verdict.mountpoint ?? config.get('zone.external.mountpoint'), info)
+      const refused = await guard.admit(client as unknown as ConnectingClient, setClientState(client, info))
+      return refused === undefined ? verdict : { allow: false, reason: 'not_authorized', message: refused }
+    }
+    admit().then((verdict) => {
       if (!verdict.allow) {
-        logger.debug({ clientId: info.clientId, reason: verdict.reason }, 'connection refused')
+        logger.debug({ clientId: info.clientId, reason: verdict.reason, message: verdict.message }, 'connection refused')
         done(refusal(verdict.reason, verdict.message), false)
         return
       }
-      info.isSuperuser = verdict.superuser
-      info.mountpoint = expandMountpoint(verdict.mountpoint ?? config.get('zone.external.mountpoint'), info)
-      setClientState(client, info)
       done(null, true)
     }, (err: Error) => {
       logger.error({ err }, 'authenticate failed')
