@@ -13,7 +13,8 @@ import type { BannedList } from './banned.js'
 import { clientInfoOf, expandMountpoint, setClientState } from './client-state.js'
 import { REFUSALS, type Refusal } from './refusals.js'
 import type { EnhancedAuth } from './enhanced-auth.js'
-import type { ConnectingClient, SessionGuard } from './session-guard.js'
+import type { SessionGuard } from './session-guard.js'
+import type { ConnectingClient } from '../engine/internals.js'
 
 
 function refusal (reason: Refusal, message: string): AuthenticateError {

@@ -5,21 +5,11 @@
 // user name that owns it (or a superuser). The owner is stored per client id
 // in the node's store, so the check holds across restarts and cluster nodes.
 import type { Config } from '../config/store.js'
+import type { ConnectingClient } from '../engine/internals.js'
 import type { TextStore } from '../engine/text-store.js'
 import type { AccessControl } from './access-control.js'
 import type { ClientState } from './client-state.js'
 import { setWillOwner } from './will-owner.js'
-
-/** What the engine's client tells of its CONNECT (set by Aedes before authentication). */
-export interface ConnectingClient {
-  _will?: { topic: string } | null
-  /** Clean Start / Clean Session */
-  _cleanStart: boolean
-  /** the session ends with the connection */
-  clean: boolean
-}
-
-export type GuardRefusal = string
 
 interface Owner { username: string | null }
 
@@ -33,23 +23,22 @@ export class SessionGuard {
   ) {}
 
   /** Why the connection is refused, or undefined when it may go on (then the session's owner is recorded). */
-  async admit (client: ConnectingClient, state: ClientState): Promise<GuardRefusal | undefined> {
+  async admit (client: ConnectingClient, state: ClientState): Promise<string | undefined> {
     const will = client._will
     if (will != null) {
       if (!await this.#mayPublish(state, will.topic)) return `will topic not authorized: ${will.topic}`
       setWillOwner(will, state.info)
     }
-    const { clientId, username, isSuperuser } = state.info
-    let foreign = false
-    if (!client._cleanStart && await this.hasSession(clientId)) {
-      const owner = await this.#owner(clientId)
-      foreign = owner !== undefined && owner.username !== (username ?? null)
-      if (foreign && !isSuperuser && this.config.get('mqtt.session_owner_check')) {
-        return `session of client ${clientId} belongs to another user`
-      }
+    const { clientId, isSuperuser } = state.info
+    const username = state.info.username ?? null
+    // a record of a session that is gone (expired, or ended by a clean start) is only overwritten
+    const owner = !client._cleanStart && await this.hasSession(clientId) ? await this.#owner(clientId) : undefined
+    if (owner !== undefined && owner.username !== username) {
+      if (!isSuperuser && this.config.get('mqtt.session_owner_check')) return `session of client ${clientId} belongs to another user`
+      // a superuser looking into another user's session leaves it theirs
+      return undefined
     }
-    // a superuser looking into another user's session leaves it theirs
-    if (!foreign) await this.#record(clientId, username, !client.clean)
+    if (!client.clean && owner === undefined) await this.owners.put(clientId, JSON.stringify({ username }))
     return undefined
   }
 
@@ -65,10 +54,5 @@ export class SessionGuard {
   async #owner (clientId: string): Promise<Owner | undefined> {
     const stored = await this.owners.get(clientId)
     return stored === undefined ? undefined : JSON.parse(stored) as Owner
-  }
-
-  async #record (clientId: string, username: string | undefined, persistent: boolean): Promise<void> {
-    if (persistent) await this.owners.put(clientId, JSON.stringify({ username: username ?? null }))
-    else await this.owners.del(clientId)
   }
 }
