@@ -3,13 +3,15 @@
 // none of the messages queued for the others; wills are authorized at CONNECT
 // and again, as their owner and under the owner's mountpoint, when published
 // after a restart; a persistent session is resumed only by its owner; a v5
-// resume without a Session Expiry Interval gets its queue.
+// resume without a Session Expiry Interval gets its queue. Restarts use real
+// processes (SIGTERM, kill -9), the dead-node sweep a Redis cluster.
 import { spawn } from 'node:child_process'
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import mqtt, { type IClientOptions } from 'mqtt'
 import { FIXTURE_PLUGINS, spawnBroker, startBroker, tempDir, type BrokerProcess, type StartOptions, type TestBroker } from './helpers/broker.js'
+import { startCluster } from './helpers/cluster.js'
 import { closeAll, connect, nextMessages, type MqttClient, type Received } from './helpers/mqtt.js'
 import { RawClient } from './helpers/raw-client.js'
 
@@ -76,8 +78,8 @@ function recorder (client: MqttClient, timeoutMs = 15_000): { topics: string[], 
 }
 
 /** Connects with a recorder listening before the CONNACK: a resumed session's queue follows it at once. */
-async function resume (t: Teardown, port: number, options: IClientOptions): Promise<{ client: MqttClient, topics: string[], seen: (topic: string) => Promise<void> }> {
-  const client = mqtt.connect(`mqtt://127.0.0.1:${port}`, { reconnectPeriod: 0, connectTimeout: 5000, ...options })
+async function resume (t: Teardown, port: number | string, options: IClientOptions): Promise<{ client: MqttClient, topics: string[], seen: (topic: string) => Promise<void> }> {
+  const client = mqtt.connect(typeof port === 'string' ? port : `mqtt://127.0.0.1:${port}`, { reconnectPeriod: 0, connectTimeout: 5000, ...options })
   t.teardown(async () => await closeAll(client))
   const recorded = recorder(client)
   await new Promise<void>((resolve, reject) => {
@@ -310,4 +312,30 @@ t.test('after a restart: the owner check holds, withdrawn rights drop restored f
   t.same(aliceBack.topics, ['alice/q'], 'alice\'s team/# was dropped on resume: the queued team/x is not delivered, alice/q is')
   node.child.kill('SIGKILL')
   await node.exited
+})
+
+t.test('14 #3 in a cluster: a dead node\'s wills are swept as their owners, with the ACL in force now', async (t) => {
+  const { file } = await aclFile(t, ['{allow, all}.'])
+  const cluster = await startCluster({ size: 2, heartbeat: '500ms', settings: { 'mqtt.acl_file': file } })
+  t.teardown(cluster.close)
+  const [n1, n2] = cluster.nodes
+  const open = async (url: string, options: IClientOptions): Promise<MqttClient> => {
+    const client = await connect(url, options)
+    t.teardown(async () => await closeAll(client))
+    return client
+  }
+  const watcher = await resume(t, n1.mqttUrl, { clientId: 'sweep-watch' })
+  await watcher.client.subscribeAsync('sweep/#', { qos: 1 })
+  for (const topic of ['sweep/allowed', 'sweep/denied']) {
+    await open(n2.mqttUrl, { clientId: topic.replace('/', '-'), username: 'dev', will: { topic, payload: Buffer.from('gone'), qos: 1, retain: false } })
+  }
+  // both wills were accepted; now their owner may no longer publish one of them
+  await writeFile(file, '{deny, {user, "dev"}, publish, ["sweep/denied"]}.\n{allow, all}.\n')
+  t.equal((await cluster.ctl(n1, 'acl', 'reload')).code, 0, 'ACL reloaded on every node')
+  await cluster.kill9(n2)
+  await watcher.seen('sweep/allowed')
+  const publisher = await open(n1.mqttUrl, { clientId: 'sweep-pub' })
+  await publisher.publishAsync('sweep/end', 'end', { qos: 1 })
+  await watcher.seen('sweep/end')
+  t.notOk(watcher.topics.includes('sweep/denied'), 'the will its owner may no longer publish is dropped')
 })
