@@ -310,6 +310,20 @@ t.test('after a restart: the owner check holds, withdrawn rights drop restored f
   const aliceBack = await resume(t, port, { clientId: 'alice-phone', username: 'alice', clean: false })
   await aliceBack.seen('alice/q')
   t.same(aliceBack.topics, ['alice/q'], 'alice\'s team/# was dropped on resume: the queued team/x is not delivered, alice/q is')
+  await closeAll(aliceBack.client, publisher)
+
+  // kill -9 and start again: the owner record and the dropped filter were on disk
+  node.child.kill('SIGKILL')
+  await node.exited
+  node = await spawnBroker(dataDir, settings, port)
+  t.equal(await connackCode(port, 5, { clientId: 'alice-phone', username: 'eve', clean: false, properties: { sessionExpiryInterval: 60 } }), 0x87, 'after kill -9, eve is still refused (v5 0x87)')
+  const pub2 = await connect(url, { clientId: 'pub2', username: 'ops' })
+  t.teardown(async () => await closeAll(pub2))
+  await pub2.publishAsync('team/y', 'secret', { qos: 1 })
+  await pub2.publishAsync('alice/r', 'hers', { qos: 1 })
+  const aliceAgain = await resume(t, port, { clientId: 'alice-phone', username: 'alice', clean: false })
+  await aliceAgain.seen('alice/r')
+  t.same(aliceAgain.topics, ['alice/r'], 'after kill -9 alice\'s session still has alice/# and not team/#')
   node.child.kill('SIGKILL')
   await node.exited
 })
