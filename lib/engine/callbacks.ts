@@ -1,9 +1,9 @@
 // Aedes' authorization callbacks, mapped onto the node's access control:
 // ACL on publish and subscribe, $SYS closed to client publishes, the
-// subscription quota, and mountpoints both ways.
+// subscription quota, and mountpoints both ways. A will is authorized as its
+// stored owner; a resumed session's subscriptions are authorized again.
 import type { AedesOptions, Client, Subscription } from 'aedes'
-import type { AccessControl } from '../access/access-control.js'
-import { unsharedFilter } from '../access/access-control.js'
+import { unsharedFilter, type AccessControl } from '../access/access-control.js'
 import { topicMatches } from '../access/acl-match.js'
 import { clientState, detachedState, type ClientState } from '../access/client-state.js'
 import { mountFilter, unmountFilter, unmountTopic } from '../access/mountpoint.js'
