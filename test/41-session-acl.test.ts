@@ -11,6 +11,8 @@ import { join } from 'node:path'
 import t from 'tap'
 import mqtt, { type IClientOptions } from 'mqtt'
 import { FIXTURE_PLUGINS, spawnBroker, startBroker, tempDir, type BrokerProcess, type StartOptions, type TestBroker } from './helpers/broker.js'
+import { enginePersistence } from '../lib/engine/internals.js'
+import type { AedesPersistence } from '../lib/engine/store.js'
 import { startCluster } from './helpers/cluster.js'
 import { closeAll, connect, nextMessages, type MqttClient, type Received } from './helpers/mqtt.js'
 import { RawClient } from './helpers/raw-client.js'
@@ -181,11 +183,16 @@ t.test('14 #3: a will on a topic the client may not publish, or on $SYS, is refu
   t.equal(await connackCode(port, 5, { clientId: 'w2', username: 'dev', will: will('ops/cmd') }), 0x87, 'v5: 0x87 (not authorized)')
   t.equal(await connackCode(port, 5, { clientId: 'w3', username: 'root', will: will('$SYS/brokers/x/clients') }), 0x87, '$SYS: refused even to a superuser')
   t.equal(await connackCode(port, 4, { clientId: 'w4', username: 'dev', will: will('dev/status') }), 0, 'an allowed will is accepted')
-  t.equal(await connackCode(port, 4, { clientId: 'w5', username: 'root', will: will('ops/cmd') }), 0, 'a superuser may leave a will anywhere but $SYS')
+  t.equal(await connackCode(port, 4, { clientId: 'w5', username: 'root', will: will('root/cmd') }), 0, 'a superuser may leave a will anywhere but $SYS')
+  // the accepted wills were published (retained) when their connections dropped
   const watcher = await opened(t)(port, { clientId: 'watch', username: 'watch' })
-  const got = nextMessages(watcher, 1)
-  await watcher.subscribeAsync(['dev/#', 'ops/#'], { qos: 1 })
-  t.same((await got).map((m) => m.topic), ['dev/status'], 'only the accepted retained will was published; ops/cmd was not')
+  const got = nextMessages(watcher, 2)
+  await watcher.subscribeAsync(['dev/#', 'ops/#', 'root/#'], { qos: 1 })
+  t.same((await got).map((m) => m.topic).sort(), ['dev/status', 'root/cmd'], 'the accepted wills are published')
+  const retained: string[] = []
+  for await (const packet of enginePersistence<AedesPersistence>(broker.node.engine).createRetainedStream('#')) retained.push((packet as { topic: string }).topic)
+  t.notOk(retained.includes('ops/cmd'), 'no will of a refused CONNECT is retained on ops/cmd')
+  t.notOk(retained.includes('$SYS/brokers/x/clients'), 'nor on $SYS')
 })
 
 t.test('14 #6: a persistent session is resumed only by its owner (or a superuser); the others are refused, nothing is lost', async (t) => {
