@@ -6,6 +6,7 @@ import type { Aedes, Client } from 'aedes'
 import type { Level } from 'level'
 import { AccessControl } from './access/access-control.js'
 import { createAuthenticate } from './access/authenticate.js'
+import { SessionGuard } from './access/session-guard.js'
 import { EnhancedAuth } from './access/enhanced-auth.js'
 import { BannedList } from './access/banned.js'
 import { clientState } from './access/client-state.js'
@@ -168,7 +169,8 @@ export class BrokerNode {
       await access.reload()
       const callbacks = createCallbacks({ config, access, hooks })
       const enhanced = new EnhancedAuth(hooks, logger)
-      const authenticate = createAuthenticate({ config, hooks, banned, enhanced, logger })
+      const guard = new SessionGuard(config, access, backend.stores('session_owners'), async (clientId) => (await persistence.subscriptionsByClient({ id: clientId })).length > 0)
+      const authenticate = createAuthenticate({ config, hooks, banned, enhanced, guard, logger })
       observability = new Observability(config, logger)
       const shared = new SharedSubscriptions(config)
       const ownership = backend.redis === undefined ? undefined : new TimerOwnership(backend.redis, config.get('cluster.name'), config.get('node.name'))

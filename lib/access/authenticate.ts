@@ -14,7 +14,8 @@ import { clientInfoOf, setClientState } from './client-state.js'
 import { expandMountpoint } from './mountpoint.js'
 import { REFUSALS, type Refusal } from './refusals.js'
 import type { EnhancedAuth } from './enhanced-auth.js'
-
+import type { SessionGuard } from './session-guard.js'
+import type { ConnectingClient } from '../engine/internals.js'
 
 function refusal (reason: Refusal, message: string): AuthenticateError {
   return Object.assign(new Error(message), REFUSALS[reason]) as unknown as AuthenticateError
@@ -24,10 +25,10 @@ type Refused = { allow: false, reason: Refusal, message: string }
 /** `username`: the name the deciding backend matched, when it says (see AuthenticateAnswer) */
 type Verdict = { allow: true, superuser: boolean, mountpoint?: string, username?: string } | Refused
 
-export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, logger: Logger }
+export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, guard: SessionGuard, logger: Logger }
 
 
-export function createAuthenticate ({ config, hooks, banned, enhanced, logger }: AuthenticateDeps) {
+export function createAuthenticate ({ config, hooks, banned, enhanced, guard, logger }: AuthenticateDeps) {
   function bannedRefusal (info: ClientInfo): Refused | undefined {
     const ban = banned.match(info)
     return ban === undefined ? undefined : { allow: false, reason: 'banned', message: `banned (${ban.as} ${ban.who}): ${ban.reason}` }
@@ -83,14 +84,20 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, logger }:
 
   return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {
     const info = clientInfoOf(client, username)
-    decide(client, info, password, connInfo(client.conn)?.refusal).then((verdict) => {
+    const refusedOrAdmitted = async (): Promise<Refused | undefined> => {
+      const verdict = await decide(client, info, password, connInfo(client.conn)?.refusal)
       const refused = verdict.allow ? admit(info, verdict) : verdict
+      if (refused !== undefined) return refused
+      // the session owner check and the resumed session's subscriptions (session-guard.ts)
+      const ownerRefusal = await guard.admit(client as unknown as ConnectingClient, setClientState(client, info))
+      return ownerRefusal === undefined ? undefined : { allow: false, reason: 'not_authorized', message: ownerRefusal }
+    }
+    refusedOrAdmitted().then((refused) => {
       if (refused !== undefined) {
-        logger.debug({ clientId: info.clientId, reason: refused.reason }, 'connection refused')
+        logger.debug({ clientId: info.clientId, reason: refused.reason, message: refused.message }, 'connection refused')
         done(refusal(refused.reason, refused.message), false)
         return
       }
-      setClientState(client, info)
       done(null, true)
     }, (err: Error) => {
       logger.error({ err }, 'authenticate failed')

@@ -10,14 +10,21 @@ export interface ClientState {
   info: ClientInfo
   /** `p:<topic>` / `s:<topic>` → answer; insertion order = age */
   aclCache: Map<string, CachedAnswer>
+  /** mounted filters of the resumed session that its new connection may no longer read */
+  withdrawn?: string[]
 }
 
 const states = new WeakMap<Client, ClientState>()
 
 export function setClientState (client: Client, info: ClientInfo): ClientState {
-  const state = { info, aclCache: new Map<string, CachedAnswer>() }
+  const state = detachedState(info)
   states.set(client, state)
   return state
+}
+
+/** The state of a client that is not connected (the owner of a will published after it left). */
+export function detachedState (info: ClientInfo): ClientState {
+  return { info, aclCache: new Map<string, CachedAnswer>() }
 }
 
 export function clientState (client: Client): ClientState | undefined {

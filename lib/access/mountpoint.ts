@@ -34,3 +34,16 @@ export function mountFilter (mountpoint: string, filter: string): string {
 export function unmountTopic (mountpoint: string, topic: string): string {
   return mountpoint !== '' && topic.startsWith(mountpoint) ? topic.slice(mountpoint.length) : topic
 }
+
+/** The filter a client subscribed to, from its mounted form; undefined when the filter lies outside the mountpoint. */
+export function unmountFilter (mountpoint: string, filter: string): string | undefined {
+  if (mountpoint === '') return filter
+  let share = ''
+  if (filter.startsWith('$queue/')) share = '$queue/'
+  else if (filter.startsWith('$share/')) {
+    const slash = filter.indexOf('/', 7)
+    if (slash > 0) share = filter.slice(0, slash + 1)
+  }
+  const mounted = filter.slice(share.length)
+  return mounted.startsWith(mountpoint) ? share + mounted.slice(mountpoint.length) : undefined
+}

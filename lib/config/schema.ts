@@ -76,6 +76,7 @@ export const schema = {
   'mqtt.cache_acl': flag(true),
   'mqtt.acl_cache_max_size': integer(32, 1),
   'mqtt.acl_cache_ttl': duration('1m'),
+  'mqtt.session_owner_check': flag(true),
   'mqtt.max_packet_size': bytesize('1MB'),
   'mqtt.max_clientid_len': integer(65535, 23, 65535),
   'mqtt.max_topic_levels': integer(0, 0, 100),

@@ -1,10 +1,13 @@
 // Aedes' authorization callbacks, mapped onto the node's access control:
 // ACL on publish and subscribe, $SYS closed to client publishes, the
-// subscription quota, and mountpoints both ways.
+// subscription quota, and mountpoints both ways. A will is authorized as its
+// stored owner; a resumed session's subscriptions are authorized again.
 import type { AedesOptions, Client, Subscription } from 'aedes'
-import type { AccessControl } from '../access/access-control.js'
-import { clientState, type ClientState } from '../access/client-state.js'
-import { mountFilter, unmountTopic } from '../access/mountpoint.js'
+import { unsharedFilter, type AccessControl } from '../access/access-control.js'
+import { topicMatches } from '../access/acl-match.js'
+import { clientState, detachedState, type ClientState } from '../access/client-state.js'
+import { mountFilter, unmountFilter, unmountTopic } from '../access/mountpoint.js'
+import { willOwner } from '../access/will-owner.js'
 import type { Config } from '../config/store.js'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { EngineClient } from './internals.js'
@@ -21,14 +24,19 @@ export interface CallbackDeps { config: Config, access: AccessControl, hooks: Ho
 
 type Callbacks = Required<Pick<AedesOptions, 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward'>> & {
   mapUnsubscribe: (client: Client, topic: string) => string
+  authorizeRestored: AuthorizeRestored
 }
+
+/** The Aedes patch's check of each subscription a resumed session brings back (stored mounted). */
+export type AuthorizeRestored = (client: Client, sub: Subscription, done: (err: Error | null, allowed: boolean) => void) => void
 
 export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callbacks {
   return {
     authorizePublish (client, packet, done) {
-      if (client === null) return done(null)
       if (packet.topic.startsWith(SYS_PREFIX)) return done(SYS_RESERVED)
-      const state = clientState(client)
+      // a will is published as its owner, connected or not (a will without one has no right)
+      const owner = willOwner(packet)
+      const state = owner !== undefined ? detachedState(owner) : client === null ? undefined : clientState(client)
       if (state === undefined) return done(NOT_AUTHENTICATED)
       const allowed = access.check(state, 'publish', packet.topic)
       if (allowed === true) {
@@ -57,12 +65,28 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
       allowed.then(finish, () => done(null, null))
     },
 
+    // the resuming client's rights now, which may differ from those the filter was granted with
+    authorizeRestored (client, sub, done) {
+      const state = clientState(client)
+      if (state === undefined) return done(null, false)
+      const finish = (allow: boolean): void => {
+        if (!allow) (state.withdrawn ??= []).push(sub.topic)
+        done(null, allow)
+      }
+      const filter = unmountFilter(state.info.mountpoint, sub.topic)
+      if (filter === undefined) return finish(false)
+      const allowed = access.check(state, 'subscribe', filter)
+      if (typeof allowed === 'boolean') return finish(allowed)
+      allowed.then(finish, () => finish(false))
+    },
+
     authorizeForward (client, packet) {
       // [issue 5] Aedes' own $SYS/<engine id>/… notices (heartbeat, new/clients, …) are internal:
       // clients see only the EMQ X-style $SYS/brokers… topics (SPEC §6)
       if (packet.topic.startsWith('$SYS/') && !packet.topic.startsWith('$SYS/brokers')) return null
       const state = clientState(client)
       if (state === undefined) return packet
+      if (state.withdrawn !== undefined && onlyWithdrawnMatch(client as EngineClient, state.withdrawn, packet.topic)) return null
       const forwarded = state.info.mountpoint === '' ? packet : { ...packet, topic: unmountTopic(state.info.mountpoint, packet.topic) }
       if (hooks.has('message.delivered')) hooks.notify('message.delivered', state.info, messageInfo(forwarded))
       return forwarded
@@ -79,4 +103,10 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
 function withinSubscriptionQuota (client: EngineClient, state: ClientState, sub: Subscription, max: number): boolean {
   if (max === 0) return true
   return mountFilter(state.info.mountpoint, sub.topic) in client.subscriptions || Object.keys(client.subscriptions).length < max
+}
+
+/** A message queued for a subscription the resumed session lost, and for none it kept. */
+function onlyWithdrawnMatch (client: EngineClient, withdrawn: string[], topic: string): boolean {
+  const matches = (filter: string): boolean => topicMatches(unsharedFilter(filter), topic)
+  return withdrawn.some(matches) && !Object.keys(client.subscriptions).some(matches)
 }

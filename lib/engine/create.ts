@@ -6,6 +6,7 @@ import type { Packet } from 'mqtt-packet'
 import type { MQEmitter } from 'mqemitter'
 import type { Config } from '../config/store.js'
 import type { EnhancedAuth } from '../access/enhanced-auth.js'
+import type { AuthorizeRestored } from './callbacks.js'
 import type { SessionTimers } from './session-timers.js'
 import type { SharedSubscriptions } from './shared-subscriptions.js'
 import type { AedesPersistence } from './store.js'
@@ -42,12 +43,14 @@ interface PatchedOptions {
   timerStore?: SessionTimers
   /** checks every parsed packet before any handler; a refusal closes the connection with its reason */
   validatePacket: (packet: Packet, client: Client) => PacketRefusal | undefined
+  /** authorizes again each subscription a resumed session brings back */
+  authorizeRestored?: AuthorizeRestored
 }
 
 export type PacketObserver = (client: Client, packet: Packet) => void
 
 export type EngineCallbacks = Pick<AedesOptions, 'authenticate' | 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward'> &
-  Pick<PatchedOptions, 'mapUnsubscribe' | 'packetIn' | 'packetOut' | 'packetMissed'>
+  Pick<PatchedOptions, 'mapUnsubscribe' | 'authorizeRestored' | 'packetIn' | 'packetOut' | 'packetMissed'>
 
 export interface EngineOptions {
   config: Config

@@ -7,6 +7,15 @@ export interface EngineClient extends Client {
   subscriptions: Record<string, { qos: number }>
 }
 
+/** What the engine's client tells of its CONNECT (set by Aedes before the authenticate callback). */
+export interface ConnectingClient {
+  _will?: { topic: string } | null
+  /** Clean Start (MQTT 5) / Clean Session (3.x) */
+  _cleanStart: boolean
+  /** the session ends with the connection (Session Expiry Interval 0) */
+  clean: boolean
+}
+
 interface EngineWithClients { clients: Record<string, EngineClient | undefined> }
 
 export function engineClient (engine: Aedes, clientId: string): EngineClient | undefined {

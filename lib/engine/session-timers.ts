@@ -152,10 +152,17 @@ export class SessionTimers {
     this.logger.info({ clientId }, 'session expired while the node was down')
   }
 
+  /** Authorized as its owner (stored with it) now, when its client has left; a refused will is dropped. */
   async #publishWill (engine: Aedes, will: Record<string, unknown> | undefined): Promise<void> {
     if (will === undefined) return
+    const packet = { ...will, cmd: 'publish', dup: false } as unknown as AedesPublishPacket
+    const refused = await new Promise<Error | null>((resolve) => { engine.authorizePublish(null, packet, (err) => resolve(err ?? null)) })
+    if (refused !== null) {
+      this.logger.warn({ topic: packet.topic, reason: refused.message }, 'restored will not published')
+      return
+    }
     await new Promise<void>((resolve, reject) => {
-      engine.publish({ ...will, cmd: 'publish', dup: false } as unknown as AedesPublishPacket, (err?: Error | null) => err ? reject(err) : resolve())
+      engine.publish(packet, (err?: Error | null) => err ? reject(err) : resolve())
     })
   }
 
