@@ -123,6 +123,11 @@ async function main (): Promise<number> {
   for (const scenario of selected) {
     const figures: Partial<Record<ServerKind, Figures>> = {}
     for (const kind of kinds) {
+      const skipped = scenario.skip?.[kind]
+      if (skipped !== undefined) {
+        notes.push(`${scenario.name} does not run on ${LABELS[kind]}: ${skipped}`)
+        continue
+      }
       process.stderr.write(`${scenario.name} on ${LABELS[kind]} ... `)
       try {
         figures[kind] = await runOnce(scenario, kind, base)
