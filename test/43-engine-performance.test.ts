@@ -1,6 +1,7 @@
 // Engine costs a user notices: one SUBSCRIBE with 10 000 filters in a
 // persistent session (answered in seconds, memory bounded, restored after a
-// restart, removed by one UNSUBSCRIBE), `zone.external.max_subscriptions`
+// restart, removed by one UNSUBSCRIBE, its retained messages read in one
+// store scan), `zone.external.max_subscriptions`
 // applied within one SUBSCRIBE, and an MQTT 5 subscriber with topic aliases
 // and a Maximum Packet Size getting each message serialized once.
 import { readFileSync } from 'node:fs'
@@ -41,14 +42,22 @@ t.test('one persistent SUBSCRIBE with 10 000 filters: SUBACK, memory, restart, U
   const url = (): string => `mqtt://127.0.0.1:${broker.port}`
   const session = { clientId: 'fleet-watcher', clean: false, protocolVersion: 4 as const }
 
+  const retainer = await connect(url(), { clientId: 'fleet-retainer' })
+  for (const topic of ['fleet/0/engine/state', `fleet/${FILTERS - 1}/engine/state`, 'fleet/x/engine/status']) {
+    await retainer.publishAsync(topic, `retained ${topic}`, { qos: 1, retain: true })
+  }
+  await retainer.endAsync()
+
   let watcher = await connect(url(), session)
   const before = rssBytes(broker.child.pid!)
   const filters = Object.fromEntries(Array.from({ length: FILTERS }, (_, i) => [filterOf(i), { qos: 1 as const }]))
+  const retained = nextMessages(watcher, 2, DEADLINE_MS)
   const granted = await within(DEADLINE_MS, 'SUBSCRIBE', watcher.subscribeAsync(filters))
   t.equal(granted.length, FILTERS, 'a SUBACK with one code per filter')
   t.ok(granted.every((g) => g.qos === 1), 'every filter granted QoS 1')
   const grown = rssBytes(broker.child.pid!) - before
   t.ok(grown < 600 * MIB, `the broker grew by ${Math.round(grown / MIB)} MiB (under 600 MiB)`)
+  t.same((await retained).map((m) => m.topic).sort(), ['fleet/0/engine/state', `fleet/${FILTERS - 1}/engine/state`], 'the retained messages its filters match, once each')
   await watcher.endAsync()
 
   broker.child.kill('SIGTERM')
