@@ -1,5 +1,8 @@
-// Bare Aedes (default in-memory persistence, no options) on 127.0.0.1:<port>:
-// the baseline the broker is compared with. Usage: node dist/bench/bare-aedes.js <port>
+// Bare Aedes on 127.0.0.1:<port>: the same release as the broker's engine but
+// unpatched (`aedes-unpatched`, an aliased install that patch-package leaves
+// alone), default in-memory persistence, no options: the baseline the broker
+// is compared with, so the patch's own cost is measured.
+// Usage: node dist/bench/bare-aedes.js <port>
 import net from 'node:net'
 
 const port = Number(process.argv[2])
@@ -8,7 +11,7 @@ if (!Number.isInteger(port) || port <= 0 || port > 65535) {
   process.exit(2)
 }
 
-const { Aedes } = await import('aedes')
+const { Aedes } = await import('aedes-unpatched')
 const broker = await Aedes.createBroker()
 const server = net.createServer(broker.handle)
 server.listen(port, '127.0.0.1')

@@ -1,4 +1,4 @@
-// A raw MQTT 3.1.1 client on one TCP socket, built on mqtt-packet.
+// A raw MQTT 3.1.1 (or 5) client on one TCP socket, built on mqtt-packet.
 // The socket's bytes are cut into frames here so that PUBLISH frames can be
 // counted without being decoded (`onPublishFrame`): at 100k+ messages/s a full
 // parse would make the client, not the server, the thing being measured.
@@ -13,6 +13,12 @@ export interface ClientOptions {
   port: number
   clientId: string
   keepalive?: number
+  /** 4 (MQTT 3.1.1, the default) or 5 */
+  protocolVersion?: 4 | 5
+  /** false: a persistent session (v5: Session Expiry Interval 3600 s) */
+  clean?: boolean
+  /** MQTT 5 CONNECT properties, e.g. topicAliasMaximum, maximumPacketSize */
+  properties?: mqttPacket.IConnectPacket['properties']
   /** Counts a PUBLISH frame without decoding it. */
   onPublishFrame?: () => void
   /** Each decoded packet, after the connect/subscribe waiters have seen it. */
@@ -26,13 +32,16 @@ export interface ClientOptions {
 export class RawClient {
   readonly socket: net.Socket
   private readonly opts: ClientOptions
-  private readonly parser = mqttPacket.parser({ protocolVersion: 4 })
+  private readonly parser: ReturnType<typeof mqttPacket.parser>
+  private readonly version: 4 | 5
   private pending: Buffer | null = null
   private waiter: { cmd: string, resolve: (p: Packet) => void, reject: (e: Error) => void } | null = null
   private closing = false
 
   private constructor (opts: ClientOptions) {
     this.opts = opts
+    this.version = opts.protocolVersion ?? 4
+    this.parser = mqttPacket.parser({ protocolVersion: this.version })
     this.socket = net.connect(opts.port, '127.0.0.1')
     this.socket.setNoDelay(true)
     this.socket.on('data', (chunk: Buffer) => this.onData(chunk))
@@ -54,13 +63,16 @@ export class RawClient {
     })
   }
 
-  /** Connects with a clean session and resolves on a successful CONNACK. */
+  /** Connects (a clean session unless `clean` is false) and resolves on a successful CONNACK. */
   static async connect (opts: ClientOptions, timeoutMs = 10_000): Promise<RawClient> {
     const client = new RawClient(opts)
-    client.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: 4, clean: true, clientId: opts.clientId, keepalive: opts.keepalive ?? 60 })
+    const clean = opts.clean ?? true
+    const properties = client.version === 5 && !clean ? { sessionExpiryInterval: 3600, ...opts.properties } : opts.properties
+    client.send({ cmd: 'connect', protocolId: 'MQTT', protocolVersion: client.version, clean, clientId: opts.clientId, keepalive: opts.keepalive ?? 60, properties })
     try {
       const connack = await client.next('connack', timeoutMs)
-      if (connack.cmd === 'connack' && connack.returnCode !== 0) throw new Error(`${opts.clientId}: CONNACK return code ${connack.returnCode}`)
+      const code = connack.cmd === 'connack' ? connack.returnCode ?? connack.reasonCode ?? 0 : 0
+      if (code !== 0) throw new Error(`${opts.clientId}: CONNACK return code ${code}`)
     } catch (err) {
       client.close()
       throw err
@@ -69,13 +81,21 @@ export class RawClient {
   }
 
   async subscribe (topic: string, qos: 0 | 1, timeoutMs = 10_000): Promise<void> {
-    this.send({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic, qos }] })
+    await this.subscribeAll([topic], qos, timeoutMs)
+  }
+
+  /** One SUBSCRIBE with every filter; throws unless each is granted `qos`. */
+  async subscribeAll (topics: string[], qos: 0 | 1, timeoutMs = 10_000): Promise<void> {
+    this.send({ cmd: 'subscribe', messageId: 1, subscriptions: topics.map((topic) => ({ topic, qos })) })
     const suback = await this.next('suback', timeoutMs)
-    if (suback.cmd === 'suback' && suback.granted[0] !== qos) throw new Error(`${this.opts.clientId}: SUBACK granted ${String(suback.granted[0])} for ${topic}`)
+    const refused = suback.cmd === 'suback' ? suback.granted.findIndex((g) => g !== qos) : -1
+    if (suback.cmd === 'suback' && (refused >= 0 || suback.granted.length !== topics.length)) {
+      throw new Error(`${this.opts.clientId}: SUBACK granted ${String(suback.granted[refused])} for ${topics[refused]} (${suback.granted.length} codes for ${topics.length} filters)`)
+    }
   }
 
   send (packet: Packet): boolean {
-    return this.socket.write(mqttPacket.generate(packet))
+    return this.socket.write(mqttPacket.generate(packet, { protocolVersion: this.version }))
   }
 
   write (bytes: Buffer): boolean {

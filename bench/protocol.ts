@@ -10,8 +10,13 @@ export type Role =
    * progress then comes as `peer` messages); absent: no limit but TCP's.
    */
   | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number }
-  /** awaitPeer: the other worker's subscribers report progress, and the publisher paces on them too. */
-  | { kind: 'fan-out', publisher: boolean, awaitPeer: boolean, subscribers: number, firstId: number }
+  /**
+   * awaitPeer: the other worker's subscribers report progress, and the publisher paces on them too.
+   * v5Aliases: the subscribers are MQTT 5 clients with a Topic Alias Maximum and a Maximum Packet Size.
+   */
+  | { kind: 'fan-out', publisher: boolean, awaitPeer: boolean, subscribers: number, firstId: number, v5Aliases?: boolean }
+  /** One persistent-session client; on `go` it sends one SUBSCRIBE with `filters` filters and times the SUBACK. */
+  | { kind: 'subscribe-many', filters: number }
   | { kind: 'qos1-pairs', pairs: number[] }
   | { kind: 'idle', connections: number, firstId: number, keepalive: number }
 

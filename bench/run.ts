@@ -1,16 +1,17 @@
-// `npm run bench`: runs each scenario against bare Aedes and then against the
-// broker, each on a fresh server process with two fresh client workers, and
-// prints the figures and their ratios (broker / bare); then the cluster
+// `npm run bench`: runs each scenario against bare Aedes (unpatched), Mosquitto
+// and then the broker, each on a fresh server process with two fresh client
+// workers, and prints the figures and the broker's ratios to the other two
+// (broker / bare, broker / mosquitto); then the cluster
 // section (fan-in on one node, on a Redis cluster, across two nodes). See
 // bench/README.md.
 import { readFileSync } from 'node:fs'
 import { CLUSTER_SECTION, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
 import { Worker } from './pool.js'
 import { scenarios, type Context, type Metric, type Scenario } from './scenarios.js'
-import { killAllNow, Server, type ServerKind } from './servers.js'
+import { killAllNow, onPath, Server, type ServerKind } from './servers.js'
 
 const WORKERS = 2
-const KINDS: ServerKind[] = ['bare', 'broker']
+const LABELS: Record<ServerKind, string> = { bare: 'bare aedes', mosquitto: 'mosquitto', broker: 'broker' }
 
 type Figures = Record<string, number>
 
@@ -62,19 +63,23 @@ function format (value: number | undefined, decimals: number): string {
   return value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(decimals)
 }
 
-interface Row { scenario: string, metric: Metric, bare?: number, broker?: number, ratio?: number }
+interface Row { scenario: string, metric: Metric, bare?: number, mosquitto?: number, broker?: number, ratio?: number, ratioMosquitto?: number }
+
+const ratioOf = (value: number | undefined, base: number | undefined): number | undefined =>
+  value !== undefined && base !== undefined && base !== 0 ? value / base : undefined
 
 function printTable (rows: Row[]): void {
-  const lines = [['scenario', 'metric', 'bare aedes', 'broker', 'ratio']]
+  const lines = [['scenario', 'metric', 'bare aedes', 'mosquitto', 'broker', '/bare', '/mosquitto']]
   for (const r of rows) {
-    lines.push([r.scenario, r.metric.name, format(r.bare, r.metric.decimals), format(r.broker, r.metric.decimals), format(r.ratio, 2)])
+    const d = r.metric.decimals
+    lines.push([r.scenario, r.metric.name, format(r.bare, d), format(r.mosquitto, d), format(r.broker, d), format(r.ratio, 2), format(r.ratioMosquitto, 2)])
   }
   const widths = lines[0].map((_, c) => Math.max(...lines.map((l) => l[c].length)))
   for (const l of lines) {
     process.stdout.write(l.map((cell, c) => c < 2 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join('   ') + '\n')
   }
-  process.stdout.write('\nratio = broker / bare aedes. msg/s, deliveries/s, connack/s: above 1 = broker faster. ' +
-    'ms and RSS: above 1 = broker worse (slower / more memory).\n')
+  process.stdout.write('\n/bare = broker / bare aedes (unpatched), /mosquitto = broker / mosquitto. msg/s, deliveries/s, connack/s: above 1 = broker faster. ' +
+    'ms, s and RSS: above 1 = broker worse (slower / more memory).\n')
 }
 
 function printCluster (seconds: number, cluster: ClusterResults): void {
@@ -107,13 +112,23 @@ async function main (): Promise<number> {
     connections = fdCap
   }
   const base = { seconds, connections, note: (text: string) => notes.push(text) }
+  const kinds: ServerKind[] = ['bare', 'mosquitto', 'broker']
+  if (!onPath('mosquitto')) {
+    notes.push('mosquitto is not on PATH: no mosquitto column')
+    kinds.splice(1, 1)
+  }
 
   const rows: Row[] = []
   const errors: string[] = []
   for (const scenario of selected) {
     const figures: Partial<Record<ServerKind, Figures>> = {}
-    for (const kind of KINDS) {
-      process.stderr.write(`${scenario.name} on ${kind === 'bare' ? 'bare aedes' : 'broker'} ... `)
+    for (const kind of kinds) {
+      const skipped = scenario.skip?.[kind]
+      if (skipped !== undefined) {
+        notes.push(`${scenario.name} does not run on ${LABELS[kind]}: ${skipped}`)
+        continue
+      }
+      process.stderr.write(`${scenario.name} on ${LABELS[kind]} ... `)
       try {
         figures[kind] = await runOnce(scenario, kind, base)
         process.stderr.write(scenario.metrics.map((m) => `${format(figures[kind]?.[m.name], m.decimals)} ${m.name}`).join(', ') + '\n')
@@ -125,9 +140,9 @@ async function main (): Promise<number> {
     }
     for (const metric of scenario.metrics) {
       const bare = figures.bare?.[metric.name]
+      const mosquitto = figures.mosquitto?.[metric.name]
       const broker = figures.broker?.[metric.name]
-      const ratio = bare !== undefined && broker !== undefined && bare !== 0 ? broker / bare : undefined
-      rows.push({ scenario: scenario.name, metric, bare, broker, ratio })
+      rows.push({ scenario: scenario.name, metric, bare, mosquitto, broker, ratio: ratioOf(broker, bare), ratioMosquitto: ratioOf(broker, mosquitto) })
     }
   }
 
@@ -142,11 +157,14 @@ async function main (): Promise<number> {
   for (const n of notes) process.stdout.write(`note: ${n}\n`)
   for (const e of errors) process.stdout.write(`error: ${e}\n`)
 
-  const results: Record<string, Record<string, { bare: number | null, broker: number | null, ratio: number | null, lowerIsBetter: boolean }>> = {}
+  type Figure = Record<'bare' | 'mosquitto' | 'broker' | 'ratio' | 'ratioMosquitto', number | null> & { lowerIsBetter: boolean }
+  const results: Record<string, Record<string, Figure>> = {}
   const orNull = (v: number | undefined): number | null => v === undefined || !Number.isFinite(v) ? null : v
   for (const r of rows) {
     results[r.scenario] ??= {}
-    results[r.scenario][r.metric.name] = { bare: orNull(r.bare), broker: orNull(r.broker), ratio: orNull(r.ratio), lowerIsBetter: r.metric.lowerIsBetter }
+    results[r.scenario][r.metric.name] = {
+      bare: orNull(r.bare), mosquitto: orNull(r.mosquitto), broker: orNull(r.broker), ratio: orNull(r.ratio), ratioMosquitto: orNull(r.ratioMosquitto), lowerIsBetter: r.metric.lowerIsBetter
+    }
   }
   process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, notes, errors })}\n`)
   return errors.length === 0 ? 0 : 1

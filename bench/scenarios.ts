@@ -1,9 +1,9 @@
-// The four scenarios: which worker plays which role, and how the workers'
+// The scenarios: which worker plays which role, and how the workers'
 // counts become the reported figures. Each run gets a fresh server and two
 // fresh workers (see run.ts).
 import type { Worker } from './pool.js'
 import type { Role, WorkerResult } from './protocol.js'
-import { rssKiB, type Server } from './servers.js'
+import { rssKiB, type Server, type ServerKind } from './servers.js'
 import { mergeSorted, percentile } from './stats.js'
 
 export interface Metric {
@@ -24,6 +24,8 @@ export interface Context {
 export interface Scenario {
   name: string
   metrics: Metric[]
+  /** servers it does not run on, and why (printed as a note) */
+  skip?: Partial<Record<ServerKind, string>>
   run: (ctx: Context) => Promise<Record<string, number>>
 }
 
@@ -31,6 +33,8 @@ const SETUP_TIMEOUT_MS = 30_000
 const RESULT_SLACK_MS = 30_000
 const CONNECT_TIMEOUT_MS = 120_000
 const SETTLE_MS = 1000
+const SUBSCRIBE_FILTERS = 10_000
+const SUBSCRIBE_TIMEOUT_MS = 660_000
 
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -74,6 +78,17 @@ export const range = (from: number, to: number): number[] => Array.from({ length
 
 const rate = (name: string): Metric => ({ name, decimals: 0, lowerIsBetter: false })
 
+/** 1 publisher → 100 subscribers, half per worker; v5Aliases: MQTT 5 subscribers asking for topic aliases and a packet size cap. */
+async function fanOut (ctx: Context, v5Aliases: boolean): Promise<Record<string, number>> {
+  const [w0, w1] = ctx.workers
+  w1.onProgress = (received) => w0.send({ type: 'peer', received })
+  const results = await timed(ctx, [
+    { kind: 'fan-out', publisher: true, awaitPeer: true, subscribers: 50, firstId: 0, v5Aliases },
+    { kind: 'fan-out', publisher: false, awaitPeer: false, subscribers: 50, firstId: 50, v5Aliases }
+  ])
+  return { 'deliveries/s': receivedPerSecond(results) }
+}
+
 export const scenarios: Scenario[] = [
   {
     name: 'fan-in',
@@ -89,15 +104,12 @@ export const scenarios: Scenario[] = [
   {
     name: 'fan-out',
     metrics: [rate('deliveries/s')],
-    run: async (ctx) => {
-      const [w0, w1] = ctx.workers
-      w1.onProgress = (received) => w0.send({ type: 'peer', received })
-      const results = await timed(ctx, [
-        { kind: 'fan-out', publisher: true, awaitPeer: true, subscribers: 50, firstId: 0 },
-        { kind: 'fan-out', publisher: false, awaitPeer: false, subscribers: 50, firstId: 50 }
-      ])
-      return { 'deliveries/s': receivedPerSecond(results) }
-    }
+    run: async (ctx) => await fanOut(ctx, false)
+  },
+  {
+    name: 'fan-out-v5-aliases',
+    metrics: [rate('deliveries/s')],
+    run: async (ctx) => await fanOut(ctx, true)
   },
   {
     name: 'qos1-pairs',
@@ -132,6 +144,23 @@ export const scenarios: Scenario[] = [
       await sleep(SETTLE_MS)
       const after = rssKiB(ctx.server.pid)
       return { 'connack/s': connected / (elapsedMs / 1000), 'RSS MiB empty': before / 1024, 'RSS KiB/conn': (after - before) / connected }
+    }
+  },
+  {
+    name: 'subscribe-10k',
+    skip: { bare: 'unpatched Aedes stores all of a SUBSCRIBE\'s filters once per filter (N²): 10 000 filters take many minutes' },
+    metrics: [{ name: 'SUBACK s', decimals: 2, lowerIsBetter: true }, { name: 'RSS MiB grown', decimals: 1, lowerIsBetter: true }],
+    run: async (ctx) => {
+      const [w0, w1] = ctx.workers
+      await setupOn([w0, w1], [ctx.server.port, ctx.server.port], [
+        { kind: 'subscribe-many', filters: SUBSCRIBE_FILTERS },
+        { kind: 'idle', connections: 0, firstId: 0, keepalive: 600 }
+      ])
+      const before = rssKiB(ctx.server.pid)
+      w0.send({ type: 'go', warmupMs: 0, measureMs: 0 })
+      const { result } = await w0.next('result', SUBSCRIBE_TIMEOUT_MS)
+      const after = rssKiB(ctx.server.pid)
+      return { 'SUBACK s': result.elapsedMs / 1000, 'RSS MiB grown': (after - before) / 1024 }
     }
   }
 ]

@@ -1,5 +1,5 @@
-// Starts and stops the measured servers (bare Aedes, broker nodes, and the
-// redis-server of the cluster section) as child processes, reads their
+// Starts and stops the measured servers (bare Aedes, Mosquitto, broker nodes,
+// and the redis-server of the cluster section) as child processes, reads their
 // resident memory, and keeps the list of every child the runner started so
 // that none outlives it.
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-export type ServerKind = 'bare' | 'broker'
+export type ServerKind = 'bare' | 'mosquitto' | 'broker'
 
 /** The install folder: dist/bench/servers.js → ../.. */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -121,10 +121,11 @@ export class Server {
     return this.child.pid
   }
 
-  /** Bare Aedes, or a broker node in a fresh data dir with no plugin loaded. */
+  /** Bare Aedes, Mosquitto, or a broker node in a fresh data dir with no plugin loaded. */
   static async start (kind: ServerKind, options: NodeOptions = {}): Promise<Server> {
     const port = await freePort()
     if (kind === 'bare') return await Server.launch('bare aedes', port, process.execPath, [join(ROOT, 'dist', 'bench', 'bare-aedes.js'), String(port)], null)
+    if (kind === 'mosquitto') return await Server.startMosquitto(port)
     const dataDir = newTempDir('bench-broker-')
     // A new install would load broker_management, whose HTTP listener takes port 8080: no plugin at all.
     writeFileSync(join(dataDir, 'loaded_plugins'), '')
@@ -142,6 +143,14 @@ export class Server {
     if (options.nodeName !== undefined) args.push('--node-name', options.nodeName)
     for (const [key, value] of Object.entries(settings)) args.push('--set', `${key}=${value}`)
     return await Server.launch(options.label ?? 'broker', port, process.execPath, args, dataDir)
+  }
+
+  /** Debian's mosquitto on 127.0.0.1:<port>: anonymous clients, no persistence file, errors only in its log. Check onPath('mosquitto') first. */
+  static async startMosquitto (port: number): Promise<Server> {
+    const dir = newTempDir('bench-mosquitto-')
+    const conf = join(dir, 'mosquitto.conf')
+    writeFileSync(conf, [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'log_dest stderr', 'log_type error', ''].join('\n'))
+    return await Server.launch('mosquitto', port, 'mosquitto', ['-c', conf], dir)
   }
 
   /** redis-server on 127.0.0.1, a free port and a temp dir, never writing a snapshot. Check onPath('redis-server') first. */

@@ -13,6 +13,10 @@ const FAN_IN_STALL_MS = 500
 const FAN_OUT_BURST = 50
 /** fan-out: most messages the publisher may be ahead of the slowest subscriber. */
 const FAN_OUT_WINDOW = 500
+/** fan-out with v5Aliases: what the MQTT 5 subscribers announce in CONNECT. */
+const V5_ALIAS_PROPERTIES = { topicAliasMaximum: 10, maximumPacketSize: 65536 }
+/** subscribe-many: the SUBACK may take this long. */
+const SUBSCRIBE_MANY_TIMEOUT_MS = 600_000
 /** Most socket writes in one event-loop turn, so timers and IPC still run. */
 const WRITES_PER_TURN = 32
 const MAX_LATENCY_SAMPLES = 2_000_000
@@ -159,6 +163,7 @@ async function fanOut (port: number, role: Extract<Role, { kind: 'fan-out' }>): 
   }
   await Promise.all(received.map(async (_, i) => {
     const sub = await connect(port, `bench-fo-sub-${role.firstId + i}-${process.pid}`, {
+      ...(role.v5Aliases === true ? { protocolVersion: 5, properties: V5_ALIAS_PROPERTIES } : {}),
       onPublishFrame: () => { received[i]++; counts.received++ },
       onChunk: schedulePump
     })
@@ -259,6 +264,18 @@ async function qos1Pairs (port: number, role: Extract<Role, { kind: 'qos1-pairs'
   }
 }
 
+async function subscribeMany (port: number, role: Extract<Role, { kind: 'subscribe-many' }>): Promise<Load> {
+  const client = await connect(port, `bench-sm-${process.pid}`, { clean: false })
+  const filters = Array.from({ length: role.filters }, (_, i) => `bench/device/${i}/+/state`)
+  return {
+    run: async () => {
+      const t0 = performance.now()
+      await client.subscribeAll(filters, 1, SUBSCRIBE_MANY_TIMEOUT_MS)
+      return { sent: 0, received: role.filters, elapsedMs: performance.now() - t0 }
+    }
+  }
+}
+
 function idle (port: number, role: Extract<Role, { kind: 'idle' }>): Load {
   return {
     run: async () => {
@@ -289,6 +306,7 @@ async function setup (port: number, role: Role): Promise<Load> {
     case 'fan-out': return await fanOut(port, role)
     case 'qos1-pairs': return await qos1Pairs(port, role)
     case 'idle': return idle(port, role)
+    case 'subscribe-many': return await subscribeMany(port, role)
   }
 }
 

@@ -19,6 +19,7 @@ import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
 import { SessionTimers } from './engine/session-timers.js'
 import { indexStore, storedClientsIndex, type StoreIndex } from './engine/store-index.js'
+import { coalesceSubscriptionWrites } from './engine/subscription-writes.js'
 import { SharedSubscriptions } from './engine/shared-subscriptions.js'
 import type { AedesPersistence } from './engine/store.js'
 import { openBackend, type Backend } from './engine/backend.js'
@@ -154,6 +155,7 @@ export class BrokerNode {
     let observability: Observability | undefined
     try {
       const storeIndex = backend.storedClients !== undefined ? storedClientsIndex(backend.storedClients) : await indexStore(db, persistence)
+      coalesceSubscriptionWrites(persistence)
       const retainer = new Retainer(config)
       await retainer.attach(persistence)
       const queues = new SessionQueues(config,

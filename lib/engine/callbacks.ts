@@ -1,16 +1,17 @@
 // Aedes' authorization callbacks, mapped onto the node's access control:
 // ACL on publish and subscribe, $SYS closed to client publishes, the
-// subscription quota, and mountpoints both ways. A will is authorized as its
-// stored owner; a resumed session's subscriptions are authorized again.
+// subscription quota (`zone.external.max_subscriptions`, 0 = no limit), and
+// mountpoints both ways. A will is authorized as its stored owner; a resumed
+// session's subscriptions are authorized again.
 import type { AedesOptions, Client, Subscription } from 'aedes'
 import { unsharedFilter, type AccessControl } from '../access/access-control.js'
 import { topicMatches } from '../access/acl-match.js'
-import { clientState, detachedState, type ClientState } from '../access/client-state.js'
+import { clientState, detachedState } from '../access/client-state.js'
 import { mountFilter, unmountFilter, unmountTopic } from '../access/mountpoint.js'
 import { willOwner } from '../access/will-owner.js'
+import type { EngineClient } from './internals.js'
 import type { Config } from '../config/store.js'
 import type { HookRegistry } from '../hooks/registry.js'
-import type { EngineClient } from './internals.js'
 import { messageInfo } from '../hooks/engine-events.js'
 
 const SYS_PREFIX = '$SYS'
@@ -25,6 +26,7 @@ export interface CallbackDeps { config: Config, access: AccessControl, hooks: Ho
 type Callbacks = Required<Pick<AedesOptions, 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward'>> & {
   mapUnsubscribe: (client: Client, topic: string) => string
   authorizeRestored: AuthorizeRestored
+  subscriptionQuota: (client: Client) => number
 }
 
 /** The Aedes patch's check of each subscription a resumed session brings back (stored mounted). */
@@ -53,9 +55,6 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
     authorizeSubscribe (client, sub, done) {
       const state = clientState(client)
       if (state === undefined) return done(NOT_AUTHENTICATED, null)
-      if (!withinSubscriptionQuota(client as EngineClient, state, sub, config.get('zone.external.max_subscriptions'))) {
-        return done(null, null)
-      }
       const allowed = access.check(state, 'subscribe', sub.topic)
       const finish = (allow: boolean): void => {
         if (allow) sub.topic = mountFilter(state.info.mountpoint, sub.topic)
@@ -92,17 +91,14 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
       return forwarded
     },
 
+    // the engine applies it to each SUBSCRIBE's filters in turn (Aedes patch 040)
+    subscriptionQuota: () => config.get('zone.external.max_subscriptions'),
+
     mapUnsubscribe (client, topic) {
       const state = clientState(client)
       return state === undefined ? topic : mountFilter(state.info.mountpoint, topic)
     }
   }
-}
-
-/** `zone.external.max_subscriptions`: 0 = unlimited; resubscribing to a filter the client has does not count. */
-function withinSubscriptionQuota (client: EngineClient, state: ClientState, sub: Subscription, max: number): boolean {
-  if (max === 0) return true
-  return mountFilter(state.info.mountpoint, sub.topic) in client.subscriptions || Object.keys(client.subscriptions).length < max
 }
 
 /** A message queued for a subscription the resumed session lost, and for none it kept. */

@@ -24,6 +24,8 @@ interface PatchedOptions {
   maxQueuedMessages: number
   /** maps a client's UNSUBSCRIBE filter as its SUBSCRIBE filters were (mountpoint) */
   mapUnsubscribe?: (client: Client, topic: string) => string
+  /** the most subscriptions a client may hold, applied filter by filter within each SUBSCRIBE; 0 = no limit */
+  subscriptionQuota?: (client: Client) => number
   /** every packet parsed from a client */
   packetIn?: PacketObserver
   /** every packet written to a client */
@@ -50,7 +52,7 @@ interface PatchedOptions {
 export type PacketObserver = (client: Client, packet: Packet) => void
 
 export type EngineCallbacks = Pick<AedesOptions, 'authenticate' | 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward'> &
-  Pick<PatchedOptions, 'mapUnsubscribe' | 'authorizeRestored' | 'packetIn' | 'packetOut' | 'packetMissed'>
+  Pick<PatchedOptions, 'mapUnsubscribe' | 'authorizeRestored' | 'subscriptionQuota' | 'packetIn' | 'packetOut' | 'packetMissed'>
 
 export interface EngineOptions {
   config: Config
@@ -81,6 +83,8 @@ export async function createEngine ({ config, persistence, mq, callbacks, shared
     authenticate: withServerKeepAlive(config, callbacks.authenticate)
   } as AedesOptions & PatchedOptions
   const engine = await Aedes.createBroker(options)
+  // read by the patched SUBSCRIBE handler (Aedes' constructor keeps only the options it knows)
+  Object.assign(engine, { subscriptionQuota: callbacks.subscriptionQuota ?? null })
   shared.attach(engine)
   engine.once('closed', followEngineSettings(engine, config, shared))
   return engine

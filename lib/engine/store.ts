@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createRequire } from 'node:module'
 import { Level } from 'level'
+import { scanRetainedOnce } from './retained-scan.js'
 
 const require = createRequire(import.meta.url)
 // the package's main export wraps this class in a callback API; Aedes 2 wants the async one
@@ -37,7 +38,9 @@ export async function openStore (dataDir: string): Promise<{ db: Level<string, B
     const cause = (err as { cause?: Error }).cause
     throw new Error(`cannot open the store at ${path}: ${cause?.message ?? (err as Error).message}`, { cause: err })
   }
-  return { db, persistence: new AsyncLevelPersistence(db) }
+  const persistence = new AsyncLevelPersistence(db)
+  scanRetainedOnce(persistence)
+  return { db, persistence }
 }
 
 /** A key → string section of the node's store (banned entries, timers, plugin stores). */
