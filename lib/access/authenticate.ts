@@ -9,6 +9,7 @@ import type { AuthenticateAnswer, ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Refusal as ListenerRefusal } from '../listeners/gate.js'
 import type { Logger } from '../log.js'
+import { AuthFailureDelay } from './auth-failure-delay.js'
 import type { BannedList } from './banned.js'
 import { clientInfoOf, expandMountpoint, setClientState } from './client-state.js'
 import { REFUSALS, type Refusal } from './refusals.js'
@@ -19,12 +20,15 @@ function refusal (reason: Refusal, message: string): AuthenticateError {
   return Object.assign(new Error(message), REFUSALS[reason]) as unknown as AuthenticateError
 }
 
-type Verdict = { allow: true, superuser: boolean, mountpoint?: string } | { allow: false, reason: Refusal, message: string }
+/** `credentials`: refused by the auth chain (so slowed down by mqtt.auth_failure_delay) */
+type Verdict = { allow: true, superuser: boolean, mountpoint?: string } | { allow: false, reason: Refusal, message: string, credentials?: true }
 
 export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, logger: Logger }
 
 
 export function createAuthenticate ({ config, hooks, banned, enhanced, logger }: AuthenticateDeps) {
+  const failureDelay = new AuthFailureDelay(() => config.get('mqtt.auth_failure_delay'))
+
   async function decide (client: Client, info: ClientInfo, password: Buffer | undefined, refused: ListenerRefusal | undefined): Promise<Verdict> {
     if (refused !== undefined) {
       return { allow: false, reason: refused, message: refused === 'quota_exceeded' ? 'listener connection limit reached' : 'listener connection rate exceeded' }
@@ -45,16 +49,16 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, logger }:
         answer = await handler({ client: info, password })
       } catch (err) {
         logger.error({ err, clientId: info.clientId }, 'authenticate handler failed; connection refused')
-        return { allow: false, reason: 'not_authorized', message: 'authentication failed' }
+        return { allow: false, reason: 'not_authorized', message: 'authentication failed', credentials: true }
       }
       if (answer === 'ignore') continue
       if (answer === 'allow') return { allow: true, superuser: false }
-      if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied' }
+      if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied', credentials: true }
       if (answer.result === 'allow') return { allow: true, superuser: answer.superuser === true, mountpoint: answer.mountpoint }
-      return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied' }
+      return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied', credentials: true }
     }
     if (config.get('mqtt.allow_anonymous')) return { allow: true, superuser: false }
-    return { allow: false, reason: 'not_authorized', message: 'no auth plugin allowed the client and anonymous access is off' }
+    return { allow: false, reason: 'not_authorized', message: 'no auth plugin allowed the client and anonymous access is off', credentials: true }
   }
 
   return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {
@@ -62,7 +66,9 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, logger }:
     decide(client, info, password, connInfo(client.conn)?.refusal).then((verdict) => {
       if (!verdict.allow) {
         logger.debug({ clientId: info.clientId, reason: verdict.reason }, 'connection refused')
-        done(refusal(verdict.reason, verdict.message), false)
+        const wait = verdict.credentials === true ? failureDelay.next(info.ipAddress) : 0
+        if (wait === 0) done(refusal(verdict.reason, verdict.message), false)
+        else setTimeout(() => done(refusal(verdict.reason, verdict.message), false), wait).unref()
         return
       }
       info.isSuperuser = verdict.superuser

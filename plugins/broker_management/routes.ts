@@ -11,6 +11,7 @@ import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
 import { onHolder, rowsOfAll, type ListMethod, type RemoteMethod } from '../../lib/cluster/cluster.js'
+import type { LoginLimit } from './login-limit.js'
 import type { Users } from './users.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
@@ -19,6 +20,8 @@ export interface ApiContext {
   node: NodeView
   apps: Apps
   users: Users
+  /** failed logins per source address (`management.login_rate`) */
+  logins: LoginLimit
   maxRowLimit: number
   /** the whole table (for the listing and the OpenAPI document) */
   routes: readonly Route[]
@@ -28,6 +31,8 @@ export interface RouteRequest {
   params: Record<string, string>
   query: Record<string, unknown>
   payload: unknown
+  /** the client's address */
+  source: string
 }
 
 export interface Route {
@@ -518,21 +523,21 @@ export const routes: readonly Route[] = [
   {
     method: 'POST', path: '/auth', name: 'auth_user', descr: 'Check the user name and password of an administrator user', auth: false,
     validate: { payload: Joi.object({ username: credential, password: credential }) },
-    handler: async ({ payload }, { users }) => {
+    handler: async ({ payload, source }, { users, logins }) => {
       const { username, password } = payload as { username: string, password: string }
       filledIn(username, password)
-      if (!await users.verify(username, password)) throw badRequest(CODE.wrongCredentials, 'wrong user name or password')
+      if (!await logins.check(source, async () => await users.verify(username, password))) throw badRequest(CODE.wrongCredentials, 'wrong user name or password')
       return OK
     }
   },
   {
     method: 'PUT', path: '/change_pwd/:username', name: 'change_pwd', descr: 'Change the password of an administrator user',
     validate: { payload: Joi.object({ old_pwd: credential, new_pwd: credential }) },
-    handler: async ({ params, payload }, { users }) => {
+    handler: async ({ params, payload, source }, { users, logins }) => {
       const { old_pwd: oldPassword, new_pwd: newPassword } = payload as { old_pwd: string, new_pwd: string }
       filledIn(oldPassword, newPassword)
       await existingUser(users, params.username)
-      if (!await users.verify(params.username, oldPassword)) throw badRequest(CODE.wrongOldPassword, 'the old password is wrong')
+      if (!await logins.check(source, async () => await users.verify(params.username, oldPassword))) throw badRequest(CODE.wrongOldPassword, 'the old password is wrong')
       await users.setPassword(params.username, newPassword)
       return OK
     }

@@ -72,6 +72,8 @@ export async function startBroker (settings: Record<string, string | number> = {
     `node.data_dir=${dir}`,
     `plugins.etc_dir=${etcDir}`,
     ...KINDS.map((kind) => `listener.${kind}.external=${listeners.includes(kind) ? '127.0.0.1:0' : 'off'}`),
+    // refusals answered at once unless a test sets it: every test client shares one address
+    'mqtt.auth_failure_delay=0',
     ...Object.entries(settings).map(([k, v]) => `${k}=${v}`)
   ]
   const config = new Config(setsToLines(sets))
@@ -109,6 +111,7 @@ export async function spawnBroker (dataDir: string, settings: Record<string, str
     'listener.ws.external': 'off',
     'listener.wss.external': 'off',
     'log.console.level': 'info',
+    'mqtt.auth_failure_delay': 0,
     ...settings
   }
   // no plugin unless the test listed some (a new install would load broker_management on port 8080)

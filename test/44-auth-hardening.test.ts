@@ -1,0 +1,115 @@
+// Auth hardening (issue 14 #10, #13): password checks off the event loop and
+// off libuv's pool, failed logins limited per source address on the
+// management API (429) and slowed down on MQTT (mqtt.auth_failure_delay).
+import t from 'tap'
+import { once } from 'node:events'
+import { startApiNode, type ApiNode } from '../plugins/broker_management/test/api.js'
+import usernamePlugin, { addUser } from '../plugins/broker_auth_username/index.js'
+import { closeAll, connect, type MqttClient } from './helpers/mqtt.js'
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]
+
+/** The CONNACK code of a login (0: accepted) and how long it took. */
+async function login (url: string, username: string, password: string): Promise<{ code: number, ms: number }> {
+  const started = performance.now()
+  let code = 0
+  try {
+    await closeAll(await connect(url, { username, password, protocolVersion: 4, connectTimeout: 60_000 }))
+  } catch (err) {
+    code = (err as { code?: number }).code ?? -1
+  }
+  return { code, ms: performance.now() - started }
+}
+
+/** A QoS 1 round trip through a persistent session (so through the store) in ms. */
+async function roundTrip (client: MqttClient): Promise<number> {
+  const started = performance.now()
+  const got = once(client, 'message')
+  await client.publishAsync('probe/rtt', 'x', { qos: 1 })
+  await got
+  return performance.now() - started
+}
+
+async function apiWithUsers (settings: Record<string, string | number>, plugin: Record<string, string | number>): Promise<ApiNode> {
+  const api = await startApiNode({ 'mqtt.allow_anonymous': 'false', ...settings }, plugin, ['tcp'], { [usernamePlugin.name]: {} })
+  await addUser('dev', 'dev-password')
+  return api
+}
+
+t.test('a flood of wrong passwords (API and MQTT) leaves QoS 1 round trips fast', async (t) => {
+  // no limit and no delay: every guess is checked (pbkdf2, 100 000 rounds)
+  const api = await apiWithUsers({ 'mqtt.auth_failure_delay': 0 }, { 'management.login_rate': 0 })
+  t.teardown(async () => await api.stop())
+  const client = await connect(api.mqttUrl, { clientId: 'probe', clean: false, username: 'dev', password: 'dev-password' })
+  t.teardown(async () => await closeAll(client))
+  await client.subscribeAsync('probe/rtt', { qos: 1 })
+  const quiet = []
+  for (let i = 0; i < 5; i++) quiet.push(await roundTrip(client))
+
+  let flooding = true
+  let refused = 0
+  const guessers = [
+    ...Array.from({ length: 24 }, async () => {
+      while (flooding) {
+        const res = await api.call('POST', '/auth', { body: { username: 'admin', password: 'guess' }, auth: null })
+        if (res.status === 400) refused++
+      }
+    }),
+    ...Array.from({ length: 8 }, async () => {
+      while (flooding) if ((await login(api.mqttUrl, 'dev', 'guess')).code === 4) refused++
+    })
+  ]
+  // let the flood fill the queues first
+  while (refused < 8) await new Promise((resolve) => setImmediate(resolve))
+  const busy = []
+  for (let i = 0; i < 5; i++) busy.push(await roundTrip(client))
+  flooding = false
+  await Promise.all(guessers)
+  t.comment(`QoS 1 round trip median: ${median(quiet).toFixed(1)} ms quiet, ${median(busy).toFixed(1)} ms during the flood`)
+  // before: each persisted message queued behind the guesses' pbkdf2 jobs (about 2 s here)
+  t.ok(median(busy) < 800, `median QoS 1 round trip during the flood ${median(busy).toFixed(0)} ms < 800 ms`)
+})
+
+t.test('management.login_rate: past its failures a source gets 429 with Retry-After, for every way of logging in', async (t) => {
+  const api = await startApiNode({}, { 'management.login_rate': 5 })
+  t.teardown(async () => await api.stop())
+  // a parallel burst cannot overrun the budget: each attempt counts before its check
+  const burst = await Promise.all(Array.from({ length: 12 }, async () => await api.call('POST', '/auth', { body: { username: 'admin', password: 'guess' }, auth: null })))
+  t.same(burst.map((r) => r.status).sort(), [...Array(5).fill(400), ...Array(7).fill(429)])
+  const limited = burst.find((r) => r.status === 429)!
+  t.match(limited.body, { message: /too many failed logins/ })
+  t.match(limited.headers.get('content-type'), /^application\/json/)
+  const retry = Number(limited.headers.get('retry-after'))
+  t.ok(retry >= 1 && retry <= 60, `Retry-After ${retry} s`)
+  // now even the right password and valid application credentials are not checked from this address
+  t.equal((await api.call('POST', '/auth', { body: { username: 'admin', password: 'public' }, auth: null })).status, 429)
+  t.equal((await api.call('GET', '/brokers/')).status, 429)
+  t.equal((await api.call('GET', '/brokers/', { auth: 'admin:wrong' })).status, 429)
+})
+
+t.test('management.login_rate: successes do not count; wrong application secrets do', async (t) => {
+  const api = await startApiNode({}, { 'management.login_rate': 3 })
+  t.teardown(async () => await api.stop())
+  for (let i = 0; i < 6; i++) t.equal((await api.call('GET', '/brokers/')).status, 200)
+  for (let i = 0; i < 3; i++) t.equal((await api.call('GET', '/brokers/', { auth: 'admin:wrong' })).status, 401)
+  const limited = await api.call('GET', '/brokers/', { auth: 'admin:wrong' })
+  t.equal(limited.status, 429)
+  t.ok(Number(limited.headers.get('retry-after')) >= 1)
+})
+
+t.test('mqtt.auth_failure_delay: refusals of one address wait longer and longer; a right password does not wait', async (t) => {
+  const api = await apiWithUsers({ 'mqtt.auth_failure_delay': '300ms' }, {})
+  t.teardown(async () => await api.stop())
+  const first = await login(api.mqttUrl, 'dev', 'guess')
+  const second = await login(api.mqttUrl, 'dev', 'guess')
+  const third = await login(api.mqttUrl, 'dev', 'guess')
+  t.same([first.code, second.code, third.code], [4, 4, 4], 'refused: bad user name or password')
+  t.ok(first.ms >= 290, `first refusal after ${first.ms.toFixed(0)} ms (>= 300)`)
+  t.ok(second.ms >= 590, `second after ${second.ms.toFixed(0)} ms (>= 600)`)
+  t.ok(third.ms >= 1190, `third after ${third.ms.toFixed(0)} ms (>= 1200)`)
+  const right = await login(api.mqttUrl, 'dev', 'dev-password')
+  t.equal(right.code, 0)
+  t.ok(right.ms < third.ms, 'the right password is answered without the delay')
+  // anonymous access off counts as a refused login too
+  t.equal((await login(api.mqttUrl, 'nobody', 'x')).code, 5)
+})
