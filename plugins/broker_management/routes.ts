@@ -108,10 +108,6 @@ async function holder (node: NodeView, method: 'kick' | 'cleanAclCache' | 'subsc
 
 const notOnline = (): ApiError => new ApiError(404, { code: CODE.notOnline, message: 'client not online' })
 
-function publicApp ({ secret: _secret, ...app }: App): Omit<App, 'secret'> {
-  return app
-}
-
 const qos = Joi.number().integer().valid(0, 1, 2)
 /** `{key, value}` of PUT /configs/:app and /nodes/:node/configs/:app (§2.14) */
 const configItem = Joi.object({ key: Joi.string().required(), value: Joi.string().allow('').required() })
@@ -445,7 +441,7 @@ export const routes: readonly Route[] = [
   // --- applications (§5.1) ---
   {
     method: 'GET', path: '/apps/', name: 'list_apps', descr: 'List applications',
-    handler: async (_req, { apps }) => (await apps.list()).map(publicApp)
+    handler: async (_req, { apps }) => await apps.list()
   },
   {
     method: 'POST', path: '/apps/', name: 'add_app', descr: 'Add an application',
@@ -460,23 +456,23 @@ export const routes: readonly Route[] = [
       })
     },
     handler: async ({ payload }, { apps }) => {
-      const body = payload as Partial<App> & { app_id: string, name: string }
+      const body = payload as Partial<App> & { app_id: string, name: string, secret?: string }
       if (await apps.get(body.app_id) !== undefined) throw new ApiError(400, { code: CODE.unknown, message: 'app already exists' })
       const secret = body.secret === undefined || body.secret === '' ? newSecret() : body.secret
-      await apps.put({ app_id: body.app_id, name: body.name, secret, desc: body.desc ?? '', status: body.status ?? true, expired: body.expired ?? 'undefined' })
+      await apps.add({ app_id: body.app_id, name: body.name, desc: body.desc ?? '', status: body.status ?? true, expired: body.expired ?? 'undefined' }, secret)
+      // the only time the secret is shown: only its hash is kept
       return { secret }
     }
   },
   {
-    method: 'GET', path: '/apps/:appid', name: 'lookup_app', descr: 'Lookup an application (with its secret)',
+    method: 'GET', path: '/apps/:appid', name: 'lookup_app', descr: 'Lookup an application (its secret is shown only at creation)',
     handler: async ({ params }, { apps }) => await existingApp(apps, params.appid)
   },
   {
     method: 'PUT', path: '/apps/:appid', name: 'update_app', descr: 'Update an application',
     validate: { payload: Joi.object({ name: Joi.string(), desc: Joi.string().allow(''), status: Joi.boolean(), expired }) },
     handler: async ({ params, payload }, { apps }) => {
-      const app = await existingApp(apps, params.appid)
-      await apps.put({ ...app, ...(payload as Partial<App>), app_id: app.app_id, secret: app.secret })
+      if (!await apps.update(params.appid, payload as Partial<App>)) throw notFound(`no application ${params.appid}`)
       return OK
     }
   },
