@@ -4,14 +4,18 @@
 // no timing difference for unknown administrators; application secrets
 // hashed; data directory and files private; trace lines escaped; refused
 // packets and fatal errors logged.
-import { readdir, readFile } from 'node:fs/promises'
+import { once } from 'node:events'
+import { chmod, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises'
+import { createConnection } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import type { PluginStore } from '../lib/plugins/contract.js'
 import { Apps } from '../plugins/broker_management/apps.js'
 import { startApiNode, type ApiNode } from '../plugins/broker_management/test/api.js'
 import usernamePlugin, { addUser } from '../plugins/broker_auth_username/index.js'
-import { closeAll, connect, type MqttClient } from './helpers/mqtt.js'
+import { spawnBroker, tempDir } from './helpers/broker.js'
+import { startCtlBroker } from './helpers/ctl.js'
+import { closeAll, connect, nextMessages, type MqttClient } from './helpers/mqtt.js'
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 
@@ -174,4 +178,70 @@ t.test('a plain secret stored by an older version is hashed at load and still wo
   t.match(JSON.parse(map.get('app:old')!), { app_id: 'old', name: 'Old', secret_hash: /^pbkdf2\$/ })
   t.ok(await apps.verify('old', 'old-plain-secret'))
   t.notOk(await apps.verify('old', 'wrong'))
+})
+
+t.test('a control character in a topic cannot forge a line of a trace file', async (t) => {
+  const node = await startCtlBroker()
+  t.teardown(node.stop)
+  const dir = await tempDir()
+  t.teardown(async () => await rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'topic.log')
+  t.equal((await node.run('trace', 'topic', 'tr/#', file)).code, 0)
+  const client = await connect(node.mqttUrl, { clientId: 'forger' })
+  const watcher = await connect(node.mqttUrl, { clientId: 'watcher' })
+  await watcher.subscribeAsync('tr/#')
+  const forged = '2026-01-01T00:00:00.000Z tr/x PUBLISH from admin PUBLISH(Q0, R0, D0, Topic=tr/fake, Payload=0 bytes)'
+  const delivered = nextMessages(watcher, 1, 20_000)
+  client.publish(`tr/a\n${forged}\r\u2028`, 'x')
+  t.equal((await delivered)[0].topic, `tr/a\n${forged}\r\u2028`, 'a topic MQTT allows')
+  await closeAll(client, watcher)
+  t.equal((await node.run('trace', 'topic', 'tr/#', 'off')).code, 0)
+  const lines = (await readFile(file, 'utf8')).split('\n').filter((line) => line !== '')
+  t.equal(lines.length, 1, 'one message, one line')
+  t.match(lines[0], `Topic=tr/a\\n${forged}\\r\\u2028,`, 'the control characters written as escapes')
+  t.equal((await stat(file)).mode & 0o777, 0o600, 'the trace file is private')
+})
+
+t.test('a real node: private data directory and files, refused packets at warning, a crash recorded in log.file', async (t) => {
+  const dir = await tempDir()
+  t.teardown(async () => await rm(dir, { recursive: true, force: true }))
+  const dataDir = join(dir, 'data')
+  await mkdir(dataDir, { mode: 0o755 })
+  await chmod(dataDir, 0o755) // as an older install left it
+  const logFile = join(dir, 'log', 'broker.log')
+  // SIGUSR2 makes this process throw from a signal handler: an uncaught exception
+  const crashOnSignal = "data:text/javascript,process.on('SIGUSR2',()=>{throw new Error('boom on purpose')})"
+  const broker = await spawnBroker(dataDir, { 'log.file': logFile, 'log.file.level': 'warning' }, undefined, ['--import', crashOnSignal])
+  t.teardown(() => { broker.child.kill('SIGKILL') })
+
+  t.equal((await stat(dataDir)).mode & 0o777, 0o700, 'data directory 0700')
+  const files = await filesUnder(dataDir)
+  t.ok(files.some((f) => f.includes(`${join('data', 'store')}`)), 'the store has files')
+  for (const file of files) t.equal((await stat(file)).mode & 0o077, 0, `${file} is not readable by group or others`)
+  t.equal((await stat(logFile)).mode & 0o777, 0o600, 'log file 0600')
+
+  // a CONNECT with bad header flags, refused by the parser
+  const socket = createConnection(broker.port, '127.0.0.1')
+  await once(socket, 'connect')
+  socket.end(Buffer.from([0x11, 0x00]))
+  await once(socket, 'close')
+  const warned = async (): Promise<Record<string, unknown> | undefined> => {
+    for (const line of (await readFile(logFile, 'utf8')).split('\n')) {
+      if (line.includes('packet refused')) return JSON.parse(line) as Record<string, unknown>
+    }
+    return undefined
+  }
+  const deadline = Date.now() + 20_000
+  let record = await warned()
+  while (record === undefined && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    record = await warned()
+  }
+  t.match(record, { level: 40, ipAddress: '127.0.0.1', err: /header flag/i }, 'logged at warning with the address')
+
+  broker.child.kill('SIGUSR2')
+  t.not(await broker.exited, 0, 'the node exits')
+  const fatal = (await readFile(logFile, 'utf8')).split('\n').filter((line) => line.includes('fatal error'))
+  t.equal(fatal.length, 1, 'one fatal record in log.file')
+  t.match(JSON.parse(fatal[0]), { level: 60, err: { message: 'boom on purpose' } })
 })

@@ -102,8 +102,8 @@ export interface BrokerProcess {
   exited: Promise<number | string>
 }
 
-/** A real `bin/broker` process on a free TCP port (other listeners off unless set). */
-export async function spawnBroker (dataDir: string, settings: Record<string, string | number> = {}, port?: number): Promise<BrokerProcess> {
+/** A real `bin/broker` process on a free TCP port (other listeners off unless set); `nodeArgs` go to node before the script. */
+export async function spawnBroker (dataDir: string, settings: Record<string, string | number> = {}, port?: number, nodeArgs: string[] = []): Promise<BrokerProcess> {
   const tcpPort = port ?? await freePort()
   const all: Record<string, string | number> = {
     'listener.tcp.external': `127.0.0.1:${tcpPort}`,
@@ -116,7 +116,7 @@ export async function spawnBroker (dataDir: string, settings: Record<string, str
   }
   // no plugin unless the test listed some (a new install would load broker_management on port 8080)
   if (!existsSync(join(dataDir, 'loaded_plugins'))) await writeFile(join(dataDir, 'loaded_plugins'), '')
-  const args = [join(INSTALL_ROOT, 'bin', 'broker'), '--data-dir', dataDir]
+  const args = [...nodeArgs, join(INSTALL_ROOT, 'bin', 'broker'), '--data-dir', dataDir]
   for (const [k, v] of Object.entries(all)) args.push('--set', `${k}=${v}`)
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   const lines: string[] = []
