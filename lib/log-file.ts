@@ -43,7 +43,8 @@ export class RotatingFile {
   }
 
   #open (): void {
-    this.#fd = openSync(this.path, 'a')
+    // records name clients, users and addresses: for the node's user only
+    this.#fd = openSync(this.path, 'a', 0o600)
     this.#size = fstatSync(this.#fd).size
   }
 

@@ -30,6 +30,7 @@ import { followLevel, type Logger } from './log.js'
 import type { PublishRequest } from './plugins/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
+import { refusedPacketLog } from './refused-packets.js'
 import { NodeService } from './service/node-service.js'
 import { Drain } from './service/drain.js'
 import { NodeLifecycle } from './node-state.js'
@@ -303,8 +304,9 @@ function resolvePath (root: string, path: string): string {
 function logEngineEvents (engine: Aedes, logger: Logger): void {
   engine.on('clientReady', (client: Client) => logger.debug({ clientId: client.id, version: client.version }, 'client connected'))
   engine.on('clientDisconnect', (client: Client) => logger.debug({ clientId: client.id }, 'client disconnected'))
-  engine.on('clientError', (client: Client, err: Error) => logger.debug({ clientId: client.id, err: err.message }, 'client error'))
-  engine.on('connectionError', (_client: Client, err: Error) => logger.debug({ err: err.message }, 'connection error'))
+  const refused = refusedPacketLog(logger)
+  engine.on('clientError', refused)
+  engine.on('connectionError', refused)
   const events: NodeJS.EventEmitter = engine
   events.on('error', (err: Error) => logger.error({ err }, 'engine error'))
 }

@@ -9,6 +9,7 @@ import type { AuthenticateAnswer, ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Refusal as ListenerRefusal } from '../listeners/gate.js'
 import type { Logger } from '../log.js'
+import { AuthFailureDelay } from './auth-failure-delay.js'
 import type { BannedList } from './banned.js'
 import { clientInfoOf, setClientState } from './client-state.js'
 import { expandMountpoint } from './mountpoint.js'
@@ -21,7 +22,8 @@ function refusal (reason: Refusal, message: string): AuthenticateError {
   return Object.assign(new Error(message), REFUSALS[reason]) as unknown as AuthenticateError
 }
 
-type Refused = { allow: false, reason: Refusal, message: string }
+/** `credentials`: refused by the auth chain (so slowed down by mqtt.auth_failure_delay) */
+type Refused = { allow: false, reason: Refusal, message: string, credentials?: true }
 /** `username`: the name the deciding backend matched, when it says (see AuthenticateAnswer) */
 type Verdict = { allow: true, superuser: boolean, mountpoint?: string, username?: string } | Refused
 
@@ -29,6 +31,8 @@ export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned:
 
 
 export function createAuthenticate ({ config, hooks, banned, enhanced, guard, logger }: AuthenticateDeps) {
+  const failureDelay = new AuthFailureDelay(() => config.get('mqtt.auth_failure_delay'))
+
   function bannedRefusal (info: ClientInfo): Refused | undefined {
     const ban = banned.match(info)
     return ban === undefined ? undefined : { allow: false, reason: 'banned', message: `banned (${ban.as} ${ban.who}): ${ban.reason}` }
@@ -70,16 +74,16 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, guard, lo
         answer = await handler({ client: info, password })
       } catch (err) {
         logger.error({ err, clientId: info.clientId }, 'authenticate handler failed; connection refused')
-        return { allow: false, reason: 'not_authorized', message: 'authentication failed' }
+        return { allow: false, reason: 'not_authorized', message: 'authentication failed', credentials: true }
       }
       if (answer === 'ignore') continue
       if (answer === 'allow') return { allow: true, superuser: false }
-      if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied' }
+      if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied', credentials: true }
       if (answer.result === 'allow') return { allow: true, superuser: answer.superuser === true, mountpoint: answer.mountpoint, username: answer.username }
-      return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied' }
+      return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied', credentials: true }
     }
     if (config.get('mqtt.allow_anonymous')) return { allow: true, superuser: false }
-    return { allow: false, reason: 'not_authorized', message: 'no auth plugin allowed the client and anonymous access is off' }
+    return { allow: false, reason: 'not_authorized', message: 'no auth plugin allowed the client and anonymous access is off', credentials: true }
   }
 
   return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {
@@ -95,7 +99,9 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, guard, lo
     refusedOrAdmitted().then((refused) => {
       if (refused !== undefined) {
         logger.debug({ clientId: info.clientId, reason: refused.reason, message: refused.message }, 'connection refused')
-        done(refusal(refused.reason, refused.message), false)
+        const wait = refused.credentials === true ? failureDelay.next(info.ipAddress) : 0
+        if (wait === 0) done(refusal(refused.reason, refused.message), false)
+        else setTimeout(() => done(refusal(refused.reason, refused.message), false), wait).unref()
         return
       }
       done(null, true)

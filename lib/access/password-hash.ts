@@ -2,22 +2,16 @@
  * Password hashing shared by all authentication plugins.
  *
  * Mirrors EMQ X 3.x `emqx_passwd`: hex (lowercase) digests for md5/sha/sha256/sha512,
- * hex pbkdf2 output of `dklen` bytes, bcrypt via the pure-JS `bcryptjs`, and a salt
+ * hex pbkdf2 output of `dklen` bytes, bcrypt via the pure-JS `bcryptjs` (both slow ones on
+ * the hashing threads of hash-worker.ts, never on the event loop), and a salt
  * that is concatenated before (`salt,sha256`) or after (`sha256,salt`) the password.
  *
  * Errors: configuration problems (unknown spec, digest not supported by this Node/OpenSSL,
  * salt required but missing) throw; a malformed *stored* value makes verification fail.
  */
-import {
-  createHash,
-  pbkdf2 as pbkdf2Callback,
-  randomBytes,
-  timingSafeEqual,
-} from 'node:crypto';
-import { promisify } from 'node:util';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import bcrypt from 'bcryptjs';
-
-const pbkdf2 = promisify(pbkdf2Callback);
+import { bcryptCompare, bcryptHash, pbkdf2 } from './hash-worker.js';
 
 /** Hash algorithms understood by EMQ X 3.x auth plugins. */
 export type HashAlgorithm = 'plain' | 'md5' | 'sha' | 'sha256' | 'sha512' | 'pbkdf2' | 'bcrypt';
@@ -162,8 +156,8 @@ export async function hashPassword(spec: HashSpec, password: string, salt?: stri
       return key.toString('hex');
     }
     case 'bcrypt':
-      if (spec.saltPosition !== 'none') return bcrypt.hash(password, requireSalt(spec, salt));
-      return bcrypt.hash(password, salt ?? await bcrypt.genSalt(10));
+      if (spec.saltPosition !== 'none') return await bcryptHash(password, requireSalt(spec, salt));
+      return await bcryptHash(password, salt ?? bcrypt.genSaltSync(10));
     default: {
       let input = password;
       if (spec.saltPosition === 'prefix') input = requireSalt(spec, salt) + password;
@@ -182,8 +176,8 @@ export async function verifyPassword(spec: HashSpec, password: string, stored: s
   if (spec.algorithm === 'bcrypt') {
     const bcryptSalt = spec.saltPosition === 'none' ? undefined : requireSalt(spec, salt);
     try {
-      if (bcryptSalt === undefined) return await bcrypt.compare(password, stored);
-      return constantTimeEqual(await bcrypt.hash(password, bcryptSalt), stored);
+      if (bcryptSalt === undefined) return await bcryptCompare(password, stored);
+      return constantTimeEqual(await bcryptHash(password, bcryptSalt), stored);
     } catch {
       return false; // malformed bcrypt salt in the database
     }

@@ -10,11 +10,11 @@
  * SASLprep (names and passwords are used as their UTF-8 bytes). Malformed input gives
  * `{ error }`, never a throw.
  */
-import { createHash, createHmac, pbkdf2 as pbkdf2Callback, randomBytes, timingSafeEqual } from 'node:crypto';
-import { promisify, TextDecoder } from 'node:util';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { TextDecoder } from 'node:util';
+import { pbkdf2 } from './hash-worker.js';
 import { STORAGE_ITERATIONS } from './password-hash.js';
 
-const pbkdf2 = promisify(pbkdf2Callback);
 
 /** What the server keeps per user: enough to verify a proof, not to impersonate the user. */
 export interface ScramCredentials {

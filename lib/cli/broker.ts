@@ -26,6 +26,8 @@ then from --set. SIGTERM or SIGINT stops the node cleanly.
 `
 
 async function main (): Promise<number> {
+  // every file and folder the node makes (store, logs, traces, settings) is its user's only
+  process.umask(0o077)
   let args
   try {
     args = parseArgs({
@@ -54,6 +56,8 @@ async function main (): Promise<number> {
   try {
     const config = await loadConfig({ file: args.config ?? join(INSTALL_ROOT, 'etc', 'broker.conf'), env: process.env, sets, root: INSTALL_ROOT })
     const logger = createNodeLogger(logSettings(config, INSTALL_ROOT))
+    // a crash is also a record in log.file (written at once), before Node prints the stack and exits
+    process.on('uncaughtExceptionMonitor', (err, origin) => logger.fatal({ err, origin }, 'fatal error: the node stops'))
     logShadowedOverrides(config, logger)
     node = await BrokerNode.start({ config, logger, root: INSTALL_ROOT })
   } catch (err) {

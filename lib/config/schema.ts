@@ -71,6 +71,7 @@ export const schema = {
   'listener.wss.external.proxy_port_header': restart(string('')),
 
   'mqtt.allow_anonymous': flag(true),
+  'mqtt.auth_failure_delay': duration('1s'),
   'mqtt.acl_nomatch': choice(['allow', 'deny'] as const, 'allow'),
   'mqtt.acl_file': string('etc/acl.conf'),
   'mqtt.cache_acl': flag(true),

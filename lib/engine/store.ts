@@ -2,7 +2,7 @@
 // aedes-persistence-level. LevelDB appends every write to its log before the
 // write resolves, so anything acknowledged survives a process kill (not an OS
 // crash: writes are not fsync'ed, as in EMQ X's default Mnesia disc_copies).
-import { mkdir } from 'node:fs/promises'
+import { chmod, mkdir, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createRequire } from 'node:module'
 import { Level } from 'level'
@@ -28,15 +28,33 @@ export interface RetainedPacket {
   [field: string]: unknown
 }
 
+/**
+ * The data directory is the node's user's only (folders 0700, files 0600): it holds sessions,
+ * messages, credentials. Made so, and what an older install left readable is made so at start.
+ */
+async function makePrivate (dataDir: string, path: string): Promise<void> {
+  await mkdir(path, { recursive: true, mode: 0o700 })
+  await chmod(dataDir, 0o700)
+  for (const entry of await readdir(dataDir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) await chmod(join(entry.parentPath, entry.name), 0o600)
+    else if (entry.isDirectory()) await chmod(join(entry.parentPath, entry.name), 0o700)
+  }
+}
+
 export async function openStore (dataDir: string): Promise<{ db: Level<string, Buffer>, persistence: AedesPersistence }> {
   const path = join(dataDir, 'store')
-  await mkdir(path, { recursive: true })
+  await makePrivate(dataDir, path)
   const db = new Level<string, Buffer>(path)
+  // LevelDB creates its files with the process umask: none for group and others while it opens
+  // (bin/broker sets that umask for the whole process; a node embedded elsewhere gets it here)
+  const umask = process.umask(0o077)
   try {
     await db.open()
   } catch (err) {
     const cause = (err as { cause?: Error }).cause
     throw new Error(`cannot open the store at ${path}: ${cause?.message ?? (err as Error).message}`, { cause: err })
+  } finally {
+    process.umask(umask)
   }
   const persistence = new AsyncLevelPersistence(db)
   scanRetainedOnce(persistence)

@@ -24,6 +24,18 @@ function payloadSize (payload: unknown): number {
   return typeof payload === 'string' ? Buffer.byteLength(payload) : (payload as Buffer).length
 }
 
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+
+/**
+ * One trace line as written: control characters (C0, DEL, C1, U+2028/2029) of
+ * topics, client ids, user names … as `\n`, `\xNN`, `\uNNNN`, so a field can
+ * never start a line of its own (a forged record).
+ */
+export function traceLine (text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => NAMED[c] ?? (c.charCodeAt(0) > 0xff ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)) + '\n'
+}
+
 /** `PUBLISH(Q1, R0, D0, Topic=a/b, PacketId=3, Payload=12 bytes)` and so on. */
 export function describePacket (packet: Packet): string {
   const p = packet as Packet & Record<string, unknown>

@@ -9,7 +9,7 @@ import { topicMatches } from '../access/acl-match.js'
 import { packetObservers, setPacketObservers } from '../engine/internals.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Logger } from '../log.js'
-import { describePacket } from './describe.js'
+import { describePacket, traceLine } from './describe.js'
 
 export type TraceKind = 'client' | 'topic'
 
@@ -26,7 +26,7 @@ export class TraceError extends Error {
 interface TraceFile { file: string, stream: WriteStream }
 
 async function open (file: string): Promise<WriteStream> {
-  const stream = createWriteStream(file, { flags: 'a' })
+  const stream = createWriteStream(file, { flags: 'a', mode: 0o600 })
   await new Promise<void>((resolve, reject) => {
     stream.once('open', () => resolve())
     stream.once('error', reject)
@@ -119,14 +119,14 @@ export class Tracer {
     if (trace === undefined) return
     const conn = connInfo(client.conn)
     const peer = conn === undefined ? '' : `@${conn.ipAddress}:${conn.port}`
-    trace.stream.write(`${now()} ${id}${peer} ${direction} ${describePacket(packet)}\n`)
+    trace.stream.write(traceLine(`${now()} ${id}${peer} ${direction} ${describePacket(packet)}`))
   }
 
   #published (packet: AedesPublishPacket, client: Client | null): void {
     for (const [filter, trace] of this.#traces.topic) {
       if (!topicMatches(filter, packet.topic)) continue
       const from = client === null ? 'node' : client.id
-      trace.stream.write(`${now()} ${filter} PUBLISH from ${from} ${describePacket(packet)}\n`)
+      trace.stream.write(traceLine(`${now()} ${filter} PUBLISH from ${from} ${describePacket(packet)}`))
     }
   }
 }

@@ -4,7 +4,7 @@
 // `auth.ldap.servers`; ldapts reconnects on the next operation and replays
 // the bind (autoRebind).
 import { readFileSync } from 'node:fs'
-import { Client, NoSuchObjectError, ResultCodeError, SizeLimitExceededError, type ClientOptions } from 'ldapts'
+import { Client, InvalidDNSyntaxError, NoSuchObjectError, ResultCodeError, SizeLimitExceededError, type ClientOptions } from 'ldapts'
 import type { AuthLdapConfig, Scope } from './settings.js'
 
 export interface LookupResult {
@@ -77,7 +77,8 @@ class Connection {
         return { dn: entry.dn, passwords: values.map((v) => Buffer.isBuffer(v) ? v.toString('utf8') : String(v)) }
       })
     } catch (err) {
-      if (err instanceof NoSuchObjectError) return []
+      // no such entry, or none can exist (an empty or odd user name makes a base like `uid=,ou=…`): not found, not an outage
+      if (err instanceof NoSuchObjectError || err instanceof InvalidDNSyntaxError) return []
       // more than the two entries asked for: as ambiguous as two
       if (err instanceof SizeLimitExceededError) return [{ dn: base, passwords: [] }, { dn: base, passwords: [] }]
       // an LDAP result code is an answer; anything else (socket, timeout) is a broken connection

@@ -1,11 +1,12 @@
 // The broker_ctl commands this plugin adds (EMQ X 3.x): `mgmt` for the
 // applications of the v3 API, `admins` for the administrator users.
 import { CtlError, output, usageError, type CtlCommand } from '../../lib/plugins/contract.js'
-import { newSecret, type Apps } from './apps.js'
+import { newSecret, type App, type Apps } from './apps.js'
 import type { Users } from './users.js'
 
-function appLine (app: { app_id: string, secret: string, name: string, desc: string, status: boolean, expired: number | 'undefined' }): string {
-  return `app_id: ${app.app_id}, secret: ${app.secret}, name: ${app.name}, desc: ${app.desc}, status: ${String(app.status)}, expired: ${String(app.expired)}`
+// no secrets: only their hashes are kept, and `mgmt insert` shows a new one once
+function appLine (app: App): string {
+  return `app_id: ${app.app_id}, name: ${app.name}, desc: ${app.desc}, status: ${String(app.status)}, expired: ${String(app.expired)}`
 }
 
 export function mgmtCommand (apps: Apps): CtlCommand {
@@ -27,21 +28,19 @@ export function mgmtCommand (apps: Apps): CtlCommand {
       if (sub === 'insert' && args.length === 2) {
         if (await apps.get(appId) !== undefined) throw new CtlError('Error: already existed')
         const secret = newSecret()
-        await apps.put({ app_id: appId, name: value, secret, desc: '', status: true, expired: 'undefined' })
+        await apps.add({ app_id: appId, name: value, desc: '', status: true, expired: 'undefined' }, secret)
         return output(`AppSecret: ${secret}`, { app_id: appId, secret })
       }
       if (sub === 'update' && args.length === 2) {
         if (value !== 'true' && value !== 'false') throw usageError('status must be true or false')
-        const app = await apps.get(appId)
-        if (app === undefined) throw new CtlError('Error: app not found')
-        await apps.put({ ...app, status: value === 'true' })
+        if (!await apps.update(appId, { status: value === 'true' })) throw new CtlError('Error: app not found')
         return output('update successfully.', { app_id: appId, status: value === 'true' })
       }
       if (sub === 'lookup' && args.length === 1) {
         const app = await apps.get(appId)
         if (app === undefined) throw new CtlError('Not Found.')
-        const { app_id: id, secret, name, desc, status, expired } = app
-        return output(`app_id: ${id}\nsecret: ${secret}\nname: ${name}\ndesc: ${desc}\nstatus: ${String(status)}\nexpired: ${String(expired)}`, app)
+        const { app_id: id, name, desc, status, expired } = app
+        return output(`app_id: ${id}\nname: ${name}\ndesc: ${desc}\nstatus: ${String(status)}\nexpired: ${String(expired)}`, app)
       }
       if (sub === 'delete' && args.length === 1) {
         if (!await apps.remove(appId)) throw new CtlError('Error: app not found')

@@ -8,6 +8,7 @@ import { resolve } from 'node:path'
 import type Hapi from '@hapi/hapi'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { Apps } from './apps.js'
+import { LoginLimit } from './login-limit.js'
 import { Users } from './users.js'
 import { adminsCommand, mgmtCommand } from './commands.js'
 import { createServer } from './server.js'
@@ -55,7 +56,7 @@ export default definePlugin<ManagementConfig>({
     })
     await users.seed()
     for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
-    const api = { node: ctx.node, apps, users, maxRowLimit: ctx.config['management.max_row_limit'] }
+    const api = { node: ctx.node, apps, users, logins: new LoginLimit(ctx.config['management.login_rate']), maxRowLimit: ctx.config['management.max_row_limit'] }
     // HTTP, and HTTPS when set: two hapi servers built from the same route tables
     const created = [await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)]
     if (https !== undefined && tls !== undefined) created.push(await createServer(listenOn(https), api, ctx.logger, tls))

@@ -12,6 +12,7 @@ import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
 import { onHolder, rowsOfAll, type ListMethod, type RemoteMethod } from '../../lib/cluster/cluster.js'
 import { ROLES, type Caller, type Role } from './roles.js'
+import type { LoginLimit } from './login-limit.js'
 import type { Users } from './users.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
@@ -20,6 +21,8 @@ export interface ApiContext {
   node: NodeView
   apps: Apps
   users: Users
+  /** failed logins per source address (`management.login_rate`) */
+  logins: LoginLimit
   maxRowLimit: number
   /** the whole table (for the listing and the OpenAPI document) */
   routes: readonly Route[]
@@ -31,6 +34,8 @@ export interface RouteRequest {
   payload: unknown
   /** who calls (undefined on a row with `auth: false`) */
   caller?: Caller
+  /** the client's address */
+  source: string
 }
 
 export interface Route {
@@ -107,10 +112,6 @@ async function holder (node: NodeView, method: 'kick' | 'cleanAclCache' | 'subsc
 }
 
 const notOnline = (): ApiError => new ApiError(404, { code: CODE.notOnline, message: 'client not online' })
-
-function publicApp ({ secret: _secret, ...app }: App): Omit<App, 'secret'> {
-  return { ...app, role: app.role ?? 'administrator' }
-}
 
 const role = Joi.string().valid(...ROLES).description('administrator (every operation) or viewer (reads only)')
 
@@ -448,7 +449,7 @@ export const routes: readonly Route[] = [
   // --- applications (§5.1) ---
   {
     method: 'GET', path: '/apps/', name: 'list_apps', role: 'viewer', descr: 'List applications',
-    handler: async (_req, { apps }) => (await apps.list()).map(publicApp)
+    handler: async (_req, { apps }) => await apps.list()
   },
   {
     method: 'POST', path: '/apps/', name: 'add_app', role: 'administrator', descr: 'Add an application',
@@ -464,26 +465,23 @@ export const routes: readonly Route[] = [
       })
     },
     handler: async ({ payload }, { apps }) => {
-      const body = payload as Partial<App> & { app_id: string, name: string, role: Role }
+      const body = payload as Partial<App> & { app_id: string, name: string, secret?: string, role: Role }
       if (await apps.get(body.app_id) !== undefined) throw new ApiError(400, { code: CODE.unknown, message: 'app already exists' })
       const secret = body.secret === undefined || body.secret === '' ? newSecret() : body.secret
-      await apps.put({ app_id: body.app_id, name: body.name, secret, desc: body.desc ?? '', status: body.status ?? true, expired: body.expired ?? 'undefined', role: body.role })
+      await apps.add({ app_id: body.app_id, name: body.name, desc: body.desc ?? '', status: body.status ?? true, expired: body.expired ?? 'undefined', role: body.role }, secret)
+      // the only time the secret is shown: only its hash is kept
       return { secret }
     }
   },
   {
-    method: 'GET', path: '/apps/:appid', name: 'lookup_app', role: 'viewer', descr: 'Lookup an application (its secret only for an administrator or the application itself)',
-    handler: async ({ params, caller }, { apps }) => {
-      const app = await existingApp(apps, params.appid)
-      return caller?.role === 'administrator' || caller?.id === app.app_id ? { ...publicApp(app), secret: app.secret } : publicApp(app)
-    }
+    method: 'GET', path: '/apps/:appid', name: 'lookup_app', role: 'viewer', descr: 'Lookup an application (its secret is shown only at creation)',
+    handler: async ({ params }, { apps }) => await existingApp(apps, params.appid)
   },
   {
     method: 'PUT', path: '/apps/:appid', name: 'update_app', role: 'administrator', descr: 'Update an application',
     validate: { payload: Joi.object({ name: Joi.string(), desc: Joi.string().allow(''), status: Joi.boolean(), expired, role }) },
     handler: async ({ params, payload }, { apps }) => {
-      const app = await existingApp(apps, params.appid)
-      await apps.put({ ...app, ...(payload as Partial<App>), app_id: app.app_id, secret: app.secret })
+      if (!await apps.update(params.appid, payload as Partial<App>)) throw notFound(`no application ${params.appid}`)
       return OK
     }
   },
@@ -530,21 +528,21 @@ export const routes: readonly Route[] = [
   {
     method: 'POST', path: '/auth', name: 'auth_user', role: 'administrator', descr: 'Check the user name and password of an administrator user', auth: false,
     validate: { payload: Joi.object({ username: credential, password: credential }) },
-    handler: async ({ payload }, { users }) => {
+    handler: async ({ payload, source }, { users, logins }) => {
       const { username, password } = payload as { username: string, password: string }
       filledIn(username, password)
-      if (!await users.verify(username, password)) throw badRequest(CODE.wrongCredentials, 'wrong user name or password')
+      if (!await logins.check(source, async () => await users.verify(username, password))) throw badRequest(CODE.wrongCredentials, 'wrong user name or password')
       return OK
     }
   },
   {
     method: 'PUT', path: '/change_pwd/:username', name: 'change_pwd', role: 'administrator', descr: 'Change the password of an administrator user',
     validate: { payload: Joi.object({ old_pwd: credential, new_pwd: credential }) },
-    handler: async ({ params, payload }, { users }) => {
+    handler: async ({ params, payload, source }, { users, logins }) => {
       const { old_pwd: oldPassword, new_pwd: newPassword } = payload as { old_pwd: string, new_pwd: string }
       filledIn(oldPassword, newPassword)
       await existingUser(users, params.username)
-      if (!await users.verify(params.username, oldPassword)) throw badRequest(CODE.wrongOldPassword, 'the old password is wrong')
+      if (!await logins.check(source, async () => await users.verify(params.username, oldPassword))) throw badRequest(CODE.wrongOldPassword, 'the old password is wrong')
       await users.setPassword(params.username, newPassword)
       return OK
     }

@@ -11,6 +11,7 @@ import type { Logger } from '../../lib/log.js'
 import { APIS, type Api, type ServerContext } from './apis.js'
 import { ApiError, CODE } from './errors.js'
 import { allows, forbidden, type Caller, type Role } from './roles.js'
+import { TooManyLogins } from './login-limit.js'
 import { statusRoutes } from './status.js'
 import type { ApiContext, Route } from './routes.js'
 
@@ -39,6 +40,7 @@ function answer (h: Hapi.ResponseToolkit, status: number, body: unknown): Hapi.R
 
 function refuse (h: Hapi.ResponseToolkit, api: Api, err: ApiError): Hapi.ResponseObject {
   const response = answer(h, err.status, api.failure(err))
+  if (err instanceof TooManyLogins) return response.header('Retry-After', String(err.retryAfter))
   return err.status === 401 ? response.header('WWW-Authenticate', `Basic realm="${REALM}"`) : response
 }
 
@@ -60,9 +62,18 @@ export async function createServer (listen: { host: string, port: number }, cont
   for (const api of apis) {
     server.auth.strategy(api.strategy, 'basic', {
       unauthorizedAttributes: { realm: REALM },
-      validate: async (_request: Hapi.Request, user: string, password: string) => {
-        const role = await api.verify(context, user, password)
-        return { isValid: role !== undefined, credentials: { user, role } }
+      validate: async (request: Hapi.Request, user: string, password: string, h: Hapi.ResponseToolkit) => {
+        let role: Role | undefined
+        try {
+          const isValid = await context.logins.check(request.info.remoteAddress, async () => {
+            role = await api.verify(context, user, password)
+            return role !== undefined
+          })
+          return { isValid, credentials: { user, role } }
+        } catch (err) {
+          if (err instanceof TooManyLogins) return { isValid: false, response: refuse(h, api, err) }
+          throw err
+        }
       }
     })
     const handlerContext: ApiContext = { ...context, routes: api.routes }
@@ -136,7 +147,7 @@ function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger)
           if (checked.error !== undefined) throw validationError(checked.error, 'body')
           body = checked.value
         }
-        const result = await route.handler({ params, query: q, payload: body, caller }, context)
+        const result = await route.handler({ params, query: q, payload: body, caller, source: request.info.remoteAddress }, context)
         return answer(h, 200, api.success(route.paged === true ? api.page(result as unknown[], q, context.maxRowLimit) : result))
       } catch (err) {
         if (err instanceof ApiError) return refuse(h, api, err)

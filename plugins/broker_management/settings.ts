@@ -10,6 +10,8 @@ export interface ManagementConfig {
   'management.listener.https.certfile': string
   'management.listener.https.keyfile': string
   'management.max_row_limit': number
+  /** failed logins allowed per source address per minute, then 429; 0: no limit */
+  'management.login_rate': number
   'management.default_application.id': string
   'management.default_application.secret': string
   'dashboard.default_user.login': string
@@ -22,6 +24,7 @@ export const schema = Joi.object<ManagementConfig>({
   'management.listener.https.certfile': Joi.string().min(1).default('etc/certs/cert.pem'),
   'management.listener.https.keyfile': Joi.string().min(1).default('etc/certs/key.pem'),
   'management.max_row_limit': Joi.number().integer().min(1).default(10000),
+  'management.login_rate': Joi.number().integer().min(0).default(20),
   'management.default_application.id': Joi.string().min(1).default('admin'),
   'management.default_application.secret': Joi.string().min(1).default('public'),
   'dashboard.default_user.login': Joi.string().min(1).default('admin'),

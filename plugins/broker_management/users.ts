@@ -5,16 +5,12 @@
 // it is there already, so a changed password survives restarts; it cannot
 // be deleted.
 //
-// A successful check is remembered for VERIFIED_TTL_MS (keyed by a SHA-256 of
-// name and password, never the password itself) together with the stored hash
-// it was checked against: the v2 API checks the administrator on every request,
-// and one pbkdf2 check (100 000 rounds) costs about 40 ms of CPU here. The user
-// is still read from the store each time, so a password change or a removal —
-// on this node or, in a cluster, on any other — ends the remembered check at
-// once; failures are never remembered.
-import { createHash } from 'node:crypto'
-import { hashForStorage, verifyStored } from '../../lib/access/password-hash.js'
+// Checks: stored-check.ts (remembered successes, the same work for unknown users).
+import { hashForStorage } from '../../lib/access/password-hash.js'
 import type { PluginStore } from '../../lib/plugins/contract.js'
+import { StoredCheck } from './stored-check.js'
+
+export { VERIFIED_TTL_MS } from './stored-check.js'
 
 export interface User { username: string, tags: string }
 
@@ -22,13 +18,12 @@ interface StoredUser extends User { password: string }
 
 const PREFIX = 'user:'
 
-export const VERIFIED_TTL_MS = 30_000
-
 export class Users {
-  /** key of a successful check → when it expires, and the stored hash it matched */
-  readonly #verified = new Map<string, { until: number, stored: string }>()
+  readonly #check: StoredCheck
 
-  constructor (private readonly store: PluginStore, readonly defaultUser: { login: string, password: string }, private readonly now: () => number = Date.now) {}
+  constructor (private readonly store: PluginStore, readonly defaultUser: { login: string, password: string }, now: () => number = Date.now) {
+    this.#check = new StoredCheck(now)
+  }
 
   async seed (): Promise<void> {
     if (await this.#get(this.defaultUser.login) !== undefined) return
@@ -75,16 +70,7 @@ export class Users {
 
   /** True when the user exists and the password matches. */
   async verify (username: string, password: string): Promise<boolean> {
-    const key = createHash('sha256').update(JSON.stringify([username, password])).digest('hex')
-    const now = this.now()
-    const user = await this.#get(username)
-    const remembered = this.#verified.get(key)
-    if (user !== undefined && remembered !== undefined && remembered.until > now && remembered.stored === user.password) return true
-    this.#verified.delete(key)
-    const ok = user !== undefined && await verifyStored(password, user.password)
-    // remembered with the hash it matched: any later change of the stored user ends it
-    if (ok) this.#verified.set(key, { until: now + VERIFIED_TTL_MS, stored: user.password })
-    return ok
+    return await this.#check.verify(username, password, (await this.#get(username))?.password)
   }
 
   async #get (username: string): Promise<StoredUser | undefined> {

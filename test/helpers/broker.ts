@@ -72,6 +72,8 @@ export async function startBroker (settings: Record<string, string | number> = {
     `node.data_dir=${dir}`,
     `plugins.etc_dir=${etcDir}`,
     ...KINDS.map((kind) => `listener.${kind}.external=${listeners.includes(kind) ? '127.0.0.1:0' : 'off'}`),
+    // refusals answered at once unless a test sets it: every test client shares one address
+    'mqtt.auth_failure_delay=0',
     ...Object.entries(settings).map(([k, v]) => `${k}=${v}`)
   ]
   const config = new Config(setsToLines(sets))
@@ -100,8 +102,8 @@ export interface BrokerProcess {
   exited: Promise<number | string>
 }
 
-/** A real `bin/broker` process on a free TCP port (other listeners off unless set). */
-export async function spawnBroker (dataDir: string, settings: Record<string, string | number> = {}, port?: number): Promise<BrokerProcess> {
+/** A real `bin/broker` process on a free TCP port (other listeners off unless set); `nodeArgs` go to node before the script. */
+export async function spawnBroker (dataDir: string, settings: Record<string, string | number> = {}, port?: number, nodeArgs: string[] = []): Promise<BrokerProcess> {
   const tcpPort = port ?? await freePort()
   const all: Record<string, string | number> = {
     'listener.tcp.external': `127.0.0.1:${tcpPort}`,
@@ -109,11 +111,12 @@ export async function spawnBroker (dataDir: string, settings: Record<string, str
     'listener.ws.external': 'off',
     'listener.wss.external': 'off',
     'log.console.level': 'info',
+    'mqtt.auth_failure_delay': 0,
     ...settings
   }
   // no plugin unless the test listed some (a new install would load broker_management on port 8080)
   if (!existsSync(join(dataDir, 'loaded_plugins'))) await writeFile(join(dataDir, 'loaded_plugins'), '')
-  const args = [join(INSTALL_ROOT, 'bin', 'broker'), '--data-dir', dataDir]
+  const args = [...nodeArgs, join(INSTALL_ROOT, 'bin', 'broker'), '--data-dir', dataDir]
   for (const [k, v] of Object.entries(all)) args.push('--set', `${k}=${v}`)
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   const lines: string[] = []

@@ -4,6 +4,7 @@ import pino from 'pino'
 import { routes, type ApiContext } from '../routes.js'
 import { withCluster } from './fake-node.js'
 import { createServer } from '../server.js'
+import { LoginLimit } from '../login-limit.js'
 
 const auth = { authorization: `Basic ${Buffer.from('admin:public').toString('base64')}` }
 
@@ -18,6 +19,7 @@ t.test('a throwing node service method → 500 {message}; the next request is se
     }),
     apps: { verify: async (id: string, secret: string) => id === 'admin' && secret === 'public', role: async () => 'administrator' },
     users: {},
+    logins: new LoginLimit(0),
     maxRowLimit: 100,
     routes
   } as unknown as ApiContext
@@ -46,6 +48,7 @@ t.test('an async (rejected) failure is a 500 too', async (t) => {
     node: withCluster({ name: 'fake@host', sessions: async () => await Promise.reject(new Error('later')) }),
     apps: { verify: async () => true, role: async () => 'administrator' },
     users: {},
+    logins: new LoginLimit(0),
     maxRowLimit: 100,
     routes
   } as unknown as ApiContext

@@ -1,0 +1,42 @@
+// Packets the node refuses (malformed, a protocol violation, too large) are
+// logged at `warning`, with the client and its address, so an operator sees a
+// broken or hostile client without debug logging. At most PER_WINDOW records
+// per WINDOW_MS: a flood of bad packets cannot flood the log; the number left
+// out is logged with the next record.
+import type { Client } from 'aedes'
+import { connInfo } from './listeners/conn-info.js'
+import type { Logger } from './log.js'
+
+const PER_WINDOW = 20
+const WINDOW_MS = 10_000
+
+/** Not a refused packet: the connection ended or timed out. */
+const ENDINGS = new Set(['connection closed', 'drain timeout', 'keep alive timeout', 'connect did not arrive in time'])
+
+export function isRefusedPacket (err: Error): boolean {
+  return !('syscall' in err) && !ENDINGS.has(err.message)
+}
+
+export function refusedPacketLog (logger: Logger, now: () => number = Date.now): (client: Client, err: Error) => void {
+  let windowStart = -Infinity
+  let logged = 0
+  let left = 0
+  return (client, err) => {
+    const fields = { clientId: client.id, ipAddress: connInfo(client.conn)?.ipAddress, err: err.message }
+    if (!isRefusedPacket(err)) {
+      logger.debug(fields, 'client error')
+      return
+    }
+    if (now() - windowStart >= WINDOW_MS) {
+      windowStart = now()
+      logged = 0
+    }
+    if (logged >= PER_WINDOW) {
+      left++
+      return
+    }
+    logged++
+    logger.warn(left === 0 ? fields : { ...fields, notLogged: left }, left === 0 ? 'packet refused' : `packet refused (${left} more not logged)`)
+    left = 0
+  }
+}
