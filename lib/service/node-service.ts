@@ -21,6 +21,7 @@ import type { BrokerPlugin } from '../plugins/contract.js'
 import type { PluginHost, PluginRecord } from '../plugins/host.js'
 import { overrideText, readPluginConfig, readPluginConfigLines, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
 import { parseConfigText } from '../config/parse.js'
+import { canonicalKey } from '../config/schema.js'
 import { changeSetting, OverrideWriteError } from '../config/overrides.js'
 import type { V3Metrics } from '../metrics/metrics.js'
 import type { V3Stats } from '../metrics/stats.js'
@@ -399,7 +400,7 @@ export class NodeService {
    * the configuration has overrides (lib/config/overrides.ts).
    */
   setConfig (app: string, key: string, value: string, origin = 'management api'): void {
-    const item = this.parts.config.items().find((i) => i.key === key)
+    const item = this.parts.config.items().find((i) => i.key === canonicalKey(key))
     if (item === undefined || item.app !== app) throw new ServiceError('not_found', `no setting ${key} in ${app}`)
     try {
       changeSetting(this.parts.config, key, value, origin)

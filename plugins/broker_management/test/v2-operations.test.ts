@@ -87,7 +87,7 @@ t.test('configs: keyed by node, sys_interval in seconds; a PUT takes effect on t
   t.equal(all.code, 0)
   t.same(Object.keys(all.result), [node])
   t.same(all.result[node].find((c) => c.key === 'mqtt.allow_anonymous'), { key: 'mqtt.allow_anonymous', value: 'true', datatpye: 'enum', app: 'broker' })
-  t.same(all.result[node].find((c) => c.key === 'broker.sys_interval'), { key: 'broker.sys_interval', value: 60, datatpye: 'duration', app: 'broker' })
+  t.same(all.result[node].find((c) => c.key === 'mqtt.broker.sys_interval'), { key: 'mqtt.broker.sys_interval', value: 60, datatpye: 'integer, duration', app: 'broker' })
 
   t.match(await api.call('PUT', '/configs/broker', { body: { key: 'mqtt.allow_anonymous', value: 'false' } }), NO_DATA)
   const refused = mqtt.connect(api.mqttUrl, { reconnectPeriod: 0, clientId: 'v2-anon', protocolVersion: 5 })
@@ -101,7 +101,7 @@ t.test('configs: keyed by node, sys_interval in seconds; a PUT takes effect on t
 
   t.match(await api.call('PUT', '/configs/broker', { body: { key: 'broker.sys_interval', value: '30s' } }), NO_DATA)
   const after = (await api.call('GET', `/nodes/${node}/configs`)).body as { result: Array<Record<string, unknown>> }
-  t.equal(after.result.find((c) => c.key === 'broker.sys_interval')?.value, 30)
+  t.equal(after.result.find((c) => c.key === 'mqtt.broker.sys_interval')?.value, 30)
   t.match(await api.call('PUT', '/configs/broker', { body: { key: 'mqtt.allow_anonymous', value: 'maybe' } }), { status: 400, body: { code: 108, result: [] } })
   t.match(await api.call('PUT', '/configs/broker', { body: { key: 'mqtt.allow_anonymous' } }), { status: 400, body: { code: 107, result: [] } })
 })
