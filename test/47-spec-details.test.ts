@@ -3,8 +3,11 @@
 // (§2.10), session record counters (§2.3), cookie authentication (§5.2.1),
 // status codes (§7.1), plugin_configs reset and validation (§4.5), cluster
 // listings with a dead node, PBKDF2 with MD4 (§5.2.8).
+import { once } from 'node:events'
+import { connect as tcpConnect, type Socket } from 'node:net'
 import t from 'tap'
 import { startApiNode } from '../plugins/broker_management/test/api.js'
+import { waitFor } from './helpers/cluster.js'
 import { connect, closeAll, nextMessages } from './helpers/mqtt.js'
 
 type Item = Record<string, unknown>
@@ -31,4 +34,42 @@ t.test('#6 config: mqtt.broker.sys_interval (alias broker.sys_interval), integer
   // and the alias too
   t.equal((await api.call('PUT', '/configs/broker', { body: { key: 'broker.sys_interval', value: '2h' } })).status, 200)
   t.equal((await item('mqtt.broker.sys_interval'))?.value, '2h')
+})
+
+t.test('#7 listeners: the management listener is listed (v3 http:management, v2 mqtt:api) with its connections', async (t) => {
+  const api = await startApiNode({}, { 'management.listener.http.max_clients': 4 })
+  t.teardown(api.stop)
+  const node = api.broker.node.name
+  const { port } = new URL(api.base)
+  const management = async (): Promise<Item | undefined> =>
+    ((await api.call('GET', `/nodes/${node}/listeners`)).body as Item[]).find((l) => l.protocol === 'http:management')
+
+  t.match(await management(), { protocol: 'http:management', listen_on: `127.0.0.1:${port}`, acceptors: 2, max_conns: 4, shutdown_count: [] })
+  const cluster = (await api.call('GET', '/listeners/')).body as Array<{ node: string, listeners: Item[] }>
+  t.ok(cluster[0].listeners.some((l) => l.protocol === 'http:management'), 'in the cluster-wide listing too')
+  const v2 = (await api.call('GET', `/../v2/monitoring/listeners/${node}`)).body as { result: Item[] }
+  t.match(v2.result.find((l) => l.protocol === 'mqtt:api'), { listen: `127.0.0.1:${port}`, acceptors: 2, max_clients: 4, shutdown_count: [] })
+
+  // idle connections are counted; over max_clients one is closed and counted as such
+  const sockets: Socket[] = []
+  t.teardown(() => { for (const s of sockets) s.destroy() })
+  const before = (await management())!.current_conns as number
+  for (let i = 0; i < 2; i++) {
+    const socket = tcpConnect(Number(port), '127.0.0.1')
+    sockets.push(socket)
+    await once(socket, 'connect')
+  }
+  await waitFor(async () => (await management())?.current_conns === before + 2, 10_000, 'two more connections counted')
+  for (let i = sockets.length + before; i < 5; i++) {
+    const socket = tcpConnect(Number(port), '127.0.0.1')
+    sockets.push(socket)
+    await once(socket, 'connect')
+  }
+  const refused = sockets[sockets.length - 1]
+  await once(refused, 'close')
+  const after = await waitFor(async () => {
+    const record = await management()
+    return (record?.shutdown_count as { closed?: number }).closed === 1 ? record : undefined
+  }, 10_000, 'the refused connection counted as closed')
+  t.match(after, { shutdown_count: { closed: 1, kicked: 0 } })
 })

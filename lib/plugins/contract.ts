@@ -7,7 +7,7 @@
 import type Joi from 'joi'
 import type { HookHandlers, HookName, ClientInfo } from '../hooks/types.js'
 import type { Logger } from '../log.js'
-import type { NodeServiceView } from '../service/node-service.js'
+import type { ListenerRecord, NodeServiceView } from '../service/node-service.js'
 import type { CtlCommand } from '../ctl/command.js'
 
 export type { ClientInfo, HookHandlers, HookName } from '../hooks/types.js'
@@ -68,6 +68,14 @@ export interface PluginContext<C> {
   readonly commands: {
     /** A `broker_ctl` command (e.g. `users`); removed when the plugin unloads. */
     add: (command: CtlCommand) => void
+  }
+  readonly listeners: {
+    /**
+     * A listener the plugin serves (the management API, a dashboard), listed with
+     * the node's MQTT listeners (SPEC §2.10); `report` is read at each listing.
+     * Removed when the plugin unloads.
+     */
+    add: (report: () => ListenerRecord) => void
   }
   readonly node: NodeView
   readonly store: PluginStore

@@ -304,8 +304,9 @@ export class NodeService {
 
   // --- listeners (§2.10) ---
 
+  /** The MQTT listeners, then those the plugins serve (the management API's `http:management` …). */
   listeners (): ListenerRecord[] {
-    return this.parts.listeners().map((l) => {
+    const mqtt = this.parts.listeners().map((l): ListenerRecord => {
       const closed = l.gate.counters.closed
       const kicked = this.#kicked.get(l.protocol) ?? 0
       return {
@@ -317,6 +318,7 @@ export class NodeService {
         shutdown_count: closed === 0 && kicked === 0 ? [] : { closed, kicked }
       }
     })
+    return [...mqtt, ...this.parts.plugins()?.listenerRecords() ?? []]
   }
 
   // --- plugins (§2.13) ---
