@@ -4,9 +4,11 @@
 // status codes (§7.1), plugin_configs reset and validation (§4.5), cluster
 // listings with a dead node, PBKDF2 with MD4 (§5.2.8).
 import { once } from 'node:events'
+import { rm } from 'node:fs/promises'
 import { connect as tcpConnect, type Socket } from 'node:net'
 import t from 'tap'
 import { startApiNode } from '../plugins/broker_management/test/api.js'
+import { freePort, startBroker, tempDir, type TestBroker } from './helpers/broker.js'
 import { waitFor } from './helpers/cluster.js'
 import { connect, closeAll, nextMessages } from './helpers/mqtt.js'
 
@@ -72,4 +74,69 @@ t.test('#7 listeners: the management listener is listed (v3 http:management, v2 
     return (record?.shutdown_count as { closed?: number }).closed === 1 ? record : undefined
   }, 10_000, 'the refused connection counted as closed')
   t.match(after, { shutdown_count: { closed: 1, kicked: 0 } })
+})
+
+t.test('#8 session records: deliver_msg, enqueue_msg, mailbox_len, heap_size counted', async (t) => {
+  const api = await startApiNode({ 'zone.external.max_inflight': 1 })
+  t.teardown(api.stop)
+  const session = async (id: string): Promise<Item> => ((await api.call('GET', `/sessions/${id}`)).body as Item[])[0]
+
+  // a subscriber that never acknowledges: one message in flight, the others held
+  const received: string[] = []
+  const slow = await connect(api.mqttUrl, { clientId: 'slow', protocolVersion: 5, customHandleAcks: (_topic, payload) => { received.push(payload.toString()) } })
+  const publisher = await connect(api.mqttUrl, { clientId: 'pub' })
+  t.teardown(async () => await closeAll(slow, publisher))
+  await slow.subscribeAsync({ 'counted/#': { qos: 1 } })
+  const idle = await session('slow')
+  t.match(idle, { deliver_msg: 0, enqueue_msg: 0, mailbox_len: 0 })
+  for (let i = 0; i < 3; i++) await publisher.publishAsync('counted/t', 'x'.repeat(10_000), { qos: 1 })
+  await waitFor(() => received.length === 1, 10_000, 'the first message delivered')
+  const busy = await waitFor(async () => {
+    const record = await session('slow')
+    return record.enqueue_msg === 2 ? record : undefined
+  }, 10_000, 'two messages held')
+  t.match(busy, { deliver_msg: 1, enqueue_msg: 2, mailbox_len: 2, inflight_len: 1 })
+  t.ok((busy.heap_size as number) >= (idle.heap_size as number) + 30_000, `heap_size grows with the messages held (${String(idle.heap_size)} → ${String(busy.heap_size)})`)
+  t.not(idle.heap_size, 0)
+  const v2 = (await api.call('GET', '/../v2/sessions/slow')).body as { result: { objects: Item[] } }
+  t.match(v2.result.objects[0], { deliver_msg: 1, enqueue_msg: 2 })
+})
+
+t.test('#8 an offline v5 session shows its own expiry interval and what was queued for it', async (t) => {
+  const api = await startApiNode()
+  t.teardown(api.stop)
+  const sleeper = await connect(api.mqttUrl, { clientId: 'sleeper', protocolVersion: 5, clean: false, properties: { sessionExpiryInterval: 600 } })
+  await sleeper.subscribeAsync({ 'nap/#': { qos: 1 } })
+  await sleeper.endAsync()
+  const publisher = await connect(api.mqttUrl, { clientId: 'pub' })
+  t.teardown(async () => await closeAll(publisher))
+  await publisher.publishAsync('nap/t', 'while away', { qos: 1 })
+  const record = await waitFor(async () => {
+    const r = ((await api.call('GET', '/sessions/sleeper')).body as Item[])[0]
+    return r?.mqueue_len === 1 ? r : undefined
+  }, 10_000, 'the offline session with its queued message')
+  t.match(record, { created_at: 'undefined', expiry_interval: 600, enqueue_msg: 1, mailbox_len: 1 })
+  t.ok((record.heap_size as number) > 0)
+})
+
+t.test('#8 after a restart the stored persistent sessions are counted in sessions/count and sessions/persistent/count', async (t) => {
+  const dir = await tempDir()
+  t.teardown(async () => await rm(dir, { recursive: true, force: true }))
+  const port = await freePort()
+  const start = async (): Promise<TestBroker> => await startBroker({}, ['tcp'], dir, { plugins: { broker_management: { 'management.listener.http': `127.0.0.1:${port}` } } })
+  const http = async (path: string): Promise<unknown> => await (await fetch(`http://127.0.0.1:${port}/api/v3${path}`, { headers: { authorization: `Basic ${Buffer.from('admin:public').toString('base64')}` } })).json()
+
+  const first = await start()
+  for (const clientId of ['keep-1', 'keep-2']) {
+    const client = await connect(`mqtt://127.0.0.1:${first.port()}`, { clientId, clean: false })
+    await client.subscribeAsync({ 'kept/#': { qos: 1 } })
+    await client.endAsync()
+  }
+  await first.stop()
+  const second = await start()
+  t.teardown(second.stop)
+  const page = await http('/sessions/') as { meta: { count: number } }
+  t.equal(page.meta.count, 2, 'both listed')
+  const stats = await http(`/nodes/${second.node.name}/stats/`) as Record<string, number>
+  t.match(stats, { 'sessions/count': 2, 'sessions/persistent/count': 2, 'connections/count': 0 })
 })
