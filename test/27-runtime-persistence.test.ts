@@ -261,7 +261,7 @@ t.test('every kind of runtime change survives a restart of the node process', as
   const everythingKept = async (t: Test, label: string): Promise<void> => {
     t.equal(await configValue('mqtt.allow_anonymous'), 'false', `${label}: API config change`)
     t.equal(await configValue('mqtt.broker.sys_interval'), '7s', `${label}: API config change on one node`)
-    t.equal(await configValue('retainer.max_payload_size'), '1MB', `${label}: a setting put back stays put back`)
+    t.equal(await configValue('retainer.max_payload_size'), '1048576', `${label}: a setting put back stays put back`)
     t.equal(await connackCode(mqttUrl, { clientId: 'anon' }), 0x87, `${label}: anonymous access stays off`)
     t.equal(await run('log', 'primary-level'), 'debug\n', `${label}: broker_ctl log set-level`)
 
