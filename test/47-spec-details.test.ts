@@ -140,3 +140,30 @@ t.test('#8 after a restart the stored persistent sessions are counted in session
   const stats = await http(`/nodes/${second.node.name}/stats/`) as Record<string, number>
   t.match(stats, { 'sessions/count': 2, 'sessions/persistent/count': 2, 'connections/count': 0 })
 })
+
+t.test('#10 already_started / not_started answer with a status above 500 (§7.1); a wrong method 405 with Allow', async (t) => {
+  const api = await startApiNode()
+  t.teardown(api.stop)
+  const node = api.broker.node.name
+  const load = await api.call('PUT', `/nodes/${node}/plugins/broker_management/load`)
+  t.ok(load.status > 500, `status ${load.status}`)
+  t.same(load.body, { message: 'already_started' })
+  const unload = await api.call('PUT', `/nodes/${node}/plugins/broker_plugin_template/unload`)
+  t.ok(unload.status > 500, `status ${unload.status}`)
+  t.same(unload.body, { message: 'not_started' })
+  const v2 = await api.call('PUT', `/../v2/nodes/${node}/plugins/broker_management`, { body: { active: true } })
+  t.ok(v2.status > 500)
+  t.match(v2.body, { code: 110, message: 'already_started' })
+
+  const post = await api.call('POST', '/brokers/')
+  t.equal(post.status, 405)
+  t.equal(post.headers.get('allow'), 'GET, HEAD')
+  t.same(post.body, { message: 'method not allowed' })
+  const del = await api.call('DELETE', '/apps/')
+  t.equal(del.status, 405)
+  t.equal(del.headers.get('allow'), 'GET, HEAD, POST')
+  const v2Post = await api.call('POST', '/../v2/monitoring/nodes')
+  t.equal(v2Post.status, 405)
+  t.match(v2Post.body, { code: 102, message: 'method not allowed' })
+  t.equal((await api.call('POST', '/no/such/path')).status, 404, 'an unknown path is still 404')
+})

@@ -43,6 +43,8 @@ export interface Route {
 }
 
 const OK = 'ok'
+/** SPEC §7.1 ties `already_started` to a status above 500 */
+const PLUGIN_STATE_STATUS = 503
 
 const bannedKind = Joi.string().valid('client_id', 'username', 'ip_address')
 const expired = Joi.alternatives().try(Joi.number().integer().min(0), Joi.string().valid('undefined')).description('unix seconds, or undefined for never')
@@ -56,9 +58,9 @@ function serviceError (err: unknown): never {
     case 'bad_value': throw new ApiError(400, { code: CODE.wrongType, message: e.message })
     case 'bad_topic': throw new ApiError(400, { code: CODE.badTopic, message: e.message })
     case 'not_online': throw notOnline()
-    // SPEC §7.1 names the body; 409 Conflict: the plugin is already in the asked state
-    case 'already_started': throw new ApiError(409, { message: 'already_started' }, CODE.alreadyStarted)
-    case 'not_started': throw new ApiError(409, { message: 'not_started' }, CODE.alreadyStopped)
+    // SPEC §7.1: `{message: 'already_started'}` comes with a status above 500; 503: the plugin is not in a state for it
+    case 'already_started': throw new ApiError(PLUGIN_STATE_STATUS, { message: 'already_started' }, CODE.alreadyStarted)
+    case 'not_started': throw new ApiError(PLUGIN_STATE_STATUS, { message: 'not_started' }, CODE.alreadyStopped)
     // another node of the cluster did not answer in time
     case 'badrpc': throw new ApiError(502, { message: e.message }, CODE.badRpc)
     default: throw err

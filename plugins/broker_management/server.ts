@@ -10,6 +10,7 @@ import Joi from 'joi'
 import type { Logger } from '../../lib/log.js'
 import { APIS, type Api, type ServerContext } from './apis.js'
 import { ApiError, CODE } from './errors.js'
+import { allowedMethods } from './method-not-allowed.js'
 import { statusRoutes } from './status.js'
 import type { ApiContext, Route } from './routes.js'
 
@@ -38,6 +39,7 @@ function answer (h: Hapi.ResponseToolkit, status: number, body: unknown): Hapi.R
 
 function refuse (h: Hapi.ResponseToolkit, api: Api, err: ApiError): Hapi.ResponseObject {
   const response = answer(h, err.status, api.failure(err))
+  if (err.allow !== undefined) response.header('Allow', err.allow.join(', '))
   return err.status === 401 ? response.header('WWW-Authenticate', `Basic realm="${REALM}"`) : response
 }
 
@@ -47,7 +49,11 @@ function refusalOf (boom: Boom, request: Hapi.Request, open: Set<string>): ApiEr
   if (status === 401 || (status === 400 && !request.auth.isAuthenticated && !open.has(request.route.path))) {
     return new ApiError(401, { message: 'unauthorized' }, CODE.wrongCredentials)
   }
-  if (status === 404) return new ApiError(404, { message: 'not found' })
+  if (status === 404) {
+    const allow = allowedMethods(request.server, request.path)
+    if (allow.length > 0) return Object.assign(new ApiError(405, { message: 'method not allowed' }), { allow })
+    return new ApiError(404, { message: 'not found' })
+  }
   if (status === 400 || status === 415) return new ApiError(400, { code: CODE.notJson, message: `request body is not JSON: ${boom.message}` })
   return new ApiError(status, { message: status >= 500 ? 'internal error' : boom.message })
 }

@@ -69,12 +69,12 @@ t.test('PUT /nodes/:node/plugins/:name {active}: 110 when loaded, 111 when unloa
   const tpl = 'broker_plugin_template'
   const path = `/nodes/${node}/plugins/${tpl}`
   t.equal(api.broker.node.plugins.isActive(tpl), true)
-  t.match(await api.call('PUT', path, { body: { active: true } }), { status: 409, body: { code: 110, result: [], message: 'already_started' } })
+  t.match(await api.call('PUT', path, { body: { active: true } }), { status: 503, body: { code: 110, result: [], message: 'already_started' } })
   t.match(await api.call('PUT', path, { body: { active: false } }), NO_DATA)
   t.equal(api.broker.node.plugins.isActive(tpl), false)
   const listed = (await api.call('GET', `/nodes/${node}/plugins`)).body as { result: Array<{ name: string, active: boolean }> }
   t.equal(listed.result.find((p) => p.name === tpl)?.active, false)
-  t.match(await api.call('PUT', path, { body: { active: false } }), { status: 409, body: { code: 111, result: [], message: 'not_started' } })
+  t.match(await api.call('PUT', path, { body: { active: false } }), { status: 503, body: { code: 111, result: [], message: 'not_started' } })
   t.match(await api.call('PUT', path, { body: { active: true } }), NO_DATA)
   t.equal(api.broker.node.plugins.isActive(tpl), true)
   t.match(await api.call('PUT', path, { body: {} }), { status: 400, body: { code: 107 } })
