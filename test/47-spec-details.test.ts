@@ -8,9 +8,13 @@ import { rm } from 'node:fs/promises'
 import { connect as tcpConnect, type Socket } from 'node:net'
 import t from 'tap'
 import { startApiNode } from '../plugins/broker_management/test/api.js'
+import { md4, pbkdf2Md4 } from '../lib/access/md4.js'
+import { hashPassword, parseHashSpec } from '../lib/access/password-hash.js'
 import { freePort, startBroker, tempDir, type TestBroker } from './helpers/broker.js'
 import { waitFor } from './helpers/cluster.js'
 import { connect, closeAll, nextMessages } from './helpers/mqtt.js'
+import { connackCode } from './helpers/servers/outcome.js'
+import { startRedis } from './helpers/servers/redis.js'
 
 type Item = Record<string, unknown>
 
@@ -166,4 +170,32 @@ t.test('#10 already_started / not_started answer with a status above 500 (§7.1)
   t.equal(v2Post.status, 405)
   t.match(v2Post.body, { code: 102, message: 'method not allowed' })
   t.equal((await api.call('POST', '/no/such/path')).status, 404, 'an unknown path is still 404')
+})
+
+t.test('#13 MD4 (RFC 1320 test vectors) and PBKDF2-HMAC-MD4; an MQTT client checked with pbkdf2,md4 in Redis', async (t) => {
+  // RFC 1320 §A.5
+  const vectors: Array<[string, string]> = [
+    ['', '31d6cfe0d16ae931b73c59d7e0c089c0'],
+    ['a', 'bde52cb31de33e46245e05fbdbd6fb24'],
+    ['abc', 'a448017aaf21d8525fc10ae87aa6729d'],
+    ['message digest', 'd9130a8164549fe818874806e1c7014b'],
+    ['abcdefghijklmnopqrstuvwxyz', 'd79e1c308aa5bbcdeea8ed63df412da9'],
+    ['ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789', '043f8582f241db351ce627e153e7f0e4'],
+    ['12345678901234567890123456789012345678901234567890123456789012345678901234567890', 'e33b4ddc9c38f2199c3e7b164fcc0536']
+  ]
+  for (const [input, digest] of vectors) t.equal(md4(Buffer.from(input)).toString('hex'), digest, `MD4("${input.slice(0, 20)}")`)
+  // computed with `openssl kdf -kdfopt digest:MD4 … -provider legacy -provider default PBKDF2`
+  t.equal((await pbkdf2Md4('pw', 's', 3, 16)).toString('hex'), '6e0d0dce486481ac920820d880d7b102')
+  t.equal((await pbkdf2Md4('password', 'salt', 4096, 20)).toString('hex'), '3fe119f73e5297311b6597423ccb31677de28fd3')
+  t.equal(await hashPassword(parseHashSpec('pbkdf2,md4,1000,20'), 'md4user-pw', 's4lt'), '7409d6f4d0c449d47bca8ddcba8ca99c5fdafbd3')
+
+  const redis = await startRedis()
+  t.teardown(async () => await redis.close())
+  await redis.cli('HSET', 'mqtt_user:md4user', 'password', '7409d6f4d0c449d47bca8ddcba8ca99c5fdafbd3', 'salt', 's4lt')
+  const broker = await startBroker({ 'mqtt.allow_anonymous': 'false' }, ['tcp'], undefined, {
+    plugins: { broker_auth_redis: { 'auth.redis.server': `127.0.0.1:${redis.port}`, 'auth.redis.password_hash': 'pbkdf2,md4,1000,20', 'auth.redis.auth_cmd': 'HMGET mqtt_user:%u password salt' } }
+  })
+  t.teardown(broker.stop)
+  t.equal(await connackCode(broker.port(), { username: 'md4user', password: 'md4user-pw' }), 0, 'right password')
+  t.equal(await connackCode(broker.port(), { username: 'md4user', password: 'md4user-pX' }), 4, 'wrong password')
 })

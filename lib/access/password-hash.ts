@@ -16,6 +16,7 @@ import {
 } from 'node:crypto';
 import { promisify } from 'node:util';
 import bcrypt from 'bcryptjs';
+import { pbkdf2Md4 } from './md4.js';
 
 const pbkdf2 = promisify(pbkdf2Callback);
 
@@ -54,8 +55,12 @@ function nodeDigest(name: Exclude<HashAlgorithm, 'plain' | 'pbkdf2' | 'bcrypt'> 
   return name === 'sha' ? 'sha1' : name;
 }
 
-/** Digests usable here, probed once at load (OpenSSL 3 drops md4/ripemd160 without the legacy provider). */
+/**
+ * Digests usable here, probed once at load (OpenSSL 3 drops md4/ripemd160 without the legacy provider);
+ * md4 is always available: ./md4.ts computes it.
+ */
 const AVAILABLE = new Set<Pbkdf2Macfun>(MACFUNS.filter((name) => {
+  if (name === 'md4') return true;
   try {
     createHash(nodeDigest(name)).update('').digest();
     return true;
@@ -158,7 +163,9 @@ export async function hashPassword(spec: HashSpec, password: string, salt?: stri
     case 'pbkdf2': {
       if (!spec.pbkdf2) throw new Error('pbkdf2 hash spec is missing its parameters');
       const { macfun, iterations, dklen } = checkPbkdf2(spec.pbkdf2, 'hash spec');
-      const key = await pbkdf2(password, requireSalt(spec, salt), iterations, dklen, nodeDigest(macfun));
+      const key = macfun === 'md4'
+        ? await pbkdf2Md4(password, requireSalt(spec, salt), iterations, dklen)
+        : await pbkdf2(password, requireSalt(spec, salt), iterations, dklen, nodeDigest(macfun));
       return key.toString('hex');
     }
     case 'bcrypt':
