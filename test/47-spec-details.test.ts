@@ -3,9 +3,11 @@
 // (§2.10), session record counters (§2.3), cookie authentication (§5.2.1),
 // status codes (§7.1), plugin_configs reset and validation (§4.5), cluster
 // listings with a dead node, PBKDF2 with MD4 (§5.2.8).
+import { generateKeyPairSync } from 'node:crypto'
 import { once } from 'node:events'
-import { rm } from 'node:fs/promises'
+import { rm, writeFile } from 'node:fs/promises'
 import { connect as tcpConnect, type Socket } from 'node:net'
+import { join } from 'node:path'
 import t from 'tap'
 import { startApiNode } from '../plugins/broker_management/test/api.js'
 import { md4, pbkdf2Md4 } from '../lib/access/md4.js'
@@ -198,4 +200,38 @@ t.test('#13 MD4 (RFC 1320 test vectors) and PBKDF2-HMAC-MD4; an MQTT client chec
   t.teardown(broker.stop)
   t.equal(await connackCode(broker.port(), { username: 'md4user', password: 'md4user-pw' }), 0, 'right password')
   t.equal(await connackCode(broker.port(), { username: 'md4user', password: 'md4user-pX' }), 4, 'wrong password')
+})
+
+t.test('#11 plugin_configs: null resets a key to its default; a value the plugin would refuse at load is not saved', async (t) => {
+  const api = await startApiNode({}, {}, ['tcp'], { broker_auth_jwt: { 'auth.jwt.secret': 'etc-secret', 'auth.jwt.from': 'username' } })
+  t.teardown(api.stop)
+  const node = api.broker.node.name
+  const path = `/nodes/${node}/plugin_configs/broker_auth_jwt`
+  const setting = async (key: string): Promise<unknown> => ((await api.call('GET', path)).body as Item[]).find((i) => i.key === key)?.value
+  const active = async (): Promise<unknown> => ((await api.call('GET', `/nodes/${node}/plugins/`)).body as Item[]).find((p) => p.name === 'broker_auth_jwt')?.active
+
+  // a key the operator's file sets goes back to the plugin's default
+  t.equal(await setting('auth.jwt.from'), 'username')
+  t.equal((await api.call('PUT', path, { body: { 'auth.jwt.from': null } })).status, 200)
+  t.equal(await setting('auth.jwt.from'), 'password')
+
+  // a key set at run time only is cleared
+  const dir = await tempDir()
+  t.teardown(async () => await rm(dir, { recursive: true, force: true }))
+  const pem = join(dir, 'pub.pem')
+  await writeFile(pem, generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }))
+  t.equal((await api.call('PUT', path, { body: { 'auth.jwt.pubkey': pem } })).status, 200)
+  t.equal(await setting('auth.jwt.pubkey'), pem)
+  t.equal((await api.call('PUT', path, { body: { 'auth.jwt.pubkey': null } })).status, 200)
+  t.equal(await setting('auth.jwt.pubkey'), undefined, 'cleared')
+
+  // a key with no default that the operator's file sets: refused, naming the file
+  t.match(await api.call('PUT', path, { body: { 'auth.jwt.secret': null } }), { status: 400, body: { code: 108, message: /no default/ } })
+
+  // a public key file that cannot be read: refused, not saved; the plugin stays loaded and loads again
+  t.match(await api.call('PUT', path, { body: { 'auth.jwt.pubkey': join(dir, 'missing.pem') } }), { status: 400, body: { code: 108, message: /auth\.jwt\.pubkey: cannot read/ } })
+  t.equal(await setting('auth.jwt.pubkey'), undefined)
+  t.equal(await active(), true)
+  t.equal((await api.call('PUT', `/nodes/${node}/plugins/broker_auth_jwt/unload`)).status, 200)
+  t.equal((await api.call('PUT', `/nodes/${node}/plugins/broker_auth_jwt/load`)).status, 200, 'loads again')
 })

@@ -91,6 +91,12 @@ export interface BrokerPlugin<C = Record<string, unknown>> {
   schema: Joi.ObjectSchema<C>
   load: (ctx: PluginContext<C>) => void | Promise<void>
   unload: () => void | Promise<void>
+  /**
+   * What `load` would refuse beyond the schema (a file it reads, a key it
+   * parses), checked before settings changed at run time are saved: throws
+   * an Error saying why. `root` is the install root relative paths start at.
+   */
+  check?: (config: C, root: string) => void | Promise<void>
 }
 
 /** Types a plugin module's default export. */

@@ -184,6 +184,11 @@ export class PluginHost {
     }
   }
 
+  /** Runs the plugin's `check` (what its load would refuse beyond the schema) on validated settings. */
+  async check (name: string, config: unknown): Promise<void> {
+    await (await this.#module(name)).check?.(config, this.options.root)
+  }
+
   async #module (name: string): Promise<BrokerPlugin<unknown>> {
     const cached = this.#plugins.get(name)
     if (cached) return cached

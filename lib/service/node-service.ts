@@ -19,7 +19,7 @@ import { connInfo } from '../listeners/conn-info.js'
 import type { Listener } from '../listeners/index.js'
 import type { BrokerPlugin } from '../plugins/contract.js'
 import type { PluginHost, PluginRecord } from '../plugins/host.js'
-import { overrideText, readPluginConfig, readPluginConfigLines, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
+import { overrideText, readPluginConfig, readPluginConfigLines, removeConfigKeys, resetToDefaults, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
 import { parseConfigText } from '../config/parse.js'
 import { canonicalKey } from '../config/schema.js'
 import { changeSetting, OverrideWriteError } from '../config/overrides.js'
@@ -375,7 +375,7 @@ export class NodeService {
    * reloads if it is active. `reloadLater` answers before the reload (a plugin
    * reloading itself).
    */
-  async setPluginSettings (name: string, values: Readonly<Record<string, string>>, { reloadLater = false } = {}): Promise<void> {
+  async setPluginSettings (name: string, values: Readonly<Record<string, string | null>>, { reloadLater = false } = {}): Promise<void> {
     const host = this.#host()
     const file = await this.#pluginOperation(() => host.configFile(name))
     const overrideFile = host.overrideFile(name)
@@ -384,8 +384,11 @@ export class NodeService {
     let text: string
     try {
       const base = await readPluginConfigLines(file)
-      text = overrideText(await readText(overrideFile), base, values, overrideFile, name)
-      validatePluginConfig(plugin.schema, [...base, ...parseConfigText(text, overrideFile)], file)
+      const { set, unset } = resetToDefaults(plugin.schema, base, values, file)
+      text = removeConfigKeys(overrideText(await readText(overrideFile), base, set, overrideFile, name), unset)
+      const config = validatePluginConfig(plugin.schema, [...base, ...parseConfigText(text, overrideFile)], file)
+      // what the plugin's load would refuse is refused now, not saved to fail every later load
+      await host.check(name, config)
     } catch (err) {
       throw new ServiceError('bad_value', (err as Error).message)
     }

@@ -352,11 +352,11 @@ export const routes: readonly Route[] = [
   },
   {
     method: 'PUT', path: '/nodes/:node/plugin_configs/:plugin', name: 'update_plugin_configs', descr: 'Update the settings of a plugin (reloads it when active)',
-    validate: { payload: Joi.object().pattern(Joi.string(), Joi.string().allow('')).min(1).description('setting key → value') },
+    validate: { payload: Joi.object().pattern(Joi.string(), Joi.string().allow('', null)).min(1).description('setting key → value; null resets the key to its default') },
     handler: async ({ params, payload }, { node }) => {
       // this plugin reloading itself stops the server answering: answer first
       const reloadLater = params.plugin === 'broker_management' && params.node === node.name
-      await onNode(node, params.node, 'setPluginSettings', params.plugin, payload as Record<string, string>, { reloadLater })
+      await onNode(node, params.node, 'setPluginSettings', params.plugin, payload as Record<string, string | null>, { reloadLater })
       return OK
     }
   },
