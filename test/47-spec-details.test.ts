@@ -235,3 +235,37 @@ t.test('#11 plugin_configs: null resets a key to its default; a value the plugin
   t.equal((await api.call('PUT', `/nodes/${node}/plugins/broker_auth_jwt/unload`)).status, 200)
   t.equal((await api.call('PUT', `/nodes/${node}/plugins/broker_auth_jwt/load`)).status, 200, 'loads again')
 })
+
+t.test('#9 cookie authentication: POST /auth sets a session cookie that authenticates both APIs', async (t) => {
+  const api = await startApiNode()
+  t.teardown(api.stop)
+  const root = api.base.replace(/\/api\/v3$/, '')
+  const get = async (path: string, cookie?: string): Promise<Response> => await fetch(root + path, { headers: cookie === undefined ? {} : { cookie } })
+
+  t.equal((await get('/api/v3/brokers/')).status, 401, 'no credentials: refused')
+  const login = await fetch(`${root}/api/v2/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'public' }) })
+  t.equal(login.status, 200)
+  const setCookie = login.headers.get('set-cookie') ?? ''
+  t.match(setCookie, /^broker_session=[\w-]{43}; Path=\/api; Max-Age=1800; HttpOnly; SameSite=Strict$/)
+  const cookie = setCookie.split(';')[0]
+
+  const v3 = await get('/api/v3/brokers/', cookie)
+  t.equal(v3.status, 200, 'v3 accepts the cookie')
+  t.match(await v3.json(), [{ node: api.broker.node.name }])
+  const v2 = await get('/api/v2/management/nodes', cookie)
+  t.equal(v2.status, 200, 'v2 accepts the cookie')
+  t.match(await v2.json(), { code: 0 })
+  t.equal((await get('/api/v3/brokers/', 'broker_session=forged')).status, 401, 'a made-up cookie is refused')
+
+  const wrong = await fetch(`${root}/api/v3/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'nope' }) })
+  t.equal(wrong.status, 400)
+  t.equal(wrong.headers.get('set-cookie'), null, 'a failed login sets no cookie')
+
+  // the session ends with its user
+  t.equal((await api.call('POST', '/users/', { body: { username: 'ops', password: 'ops-pw', tags: 'user' } })).status, 200)
+  const opsLogin = await fetch(`${root}/api/v3/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ops', password: 'ops-pw' }) })
+  const opsCookie = (opsLogin.headers.get('set-cookie') ?? '').split(';')[0]
+  t.equal((await get('/api/v3/nodes/', opsCookie)).status, 200)
+  t.equal((await api.call('DELETE', '/users/ops')).status, 200)
+  t.equal((await get('/api/v3/nodes/', opsCookie)).status, 401, 'refused once the user is removed')
+})

@@ -9,6 +9,7 @@ import type Hapi from '@hapi/hapi'
 import { definePlugin } from '../../lib/plugins/contract.js'
 import { Apps } from './apps.js'
 import { Users } from './users.js'
+import { CookieSessions } from './cookie-auth.js'
 import { adminsCommand, mgmtCommand } from './commands.js'
 import { listenerRecord, type ListenerLimits } from './listener-record.js'
 import { createServer } from './server.js'
@@ -60,7 +61,7 @@ export default definePlugin<ManagementConfig>({
     })
     await users.seed()
     for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
-    const api = { node: ctx.node, apps, users, maxRowLimit: ctx.config['management.max_row_limit'] }
+    const api = { node: ctx.node, apps, users, maxRowLimit: ctx.config['management.max_row_limit'], cookies: new CookieSessions(users) }
     // HTTP, and HTTPS when set: two hapi servers built from the same route tables
     const created = [await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)]
     ctx.listeners.add(listenerRecord(created[0], 'http:management', limits(ctx.config, 'http')))

@@ -11,6 +11,7 @@ import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
 import { onHolder, rowsOfAll, type ListMethod, type RemoteMethod } from '../../lib/cluster/cluster.js'
+import type { CookieSessions } from './cookie-auth.js'
 import type { Users } from './users.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
@@ -20,6 +21,8 @@ export interface ApiContext {
   apps: Apps
   users: Users
   maxRowLimit: number
+  /** the administrators' cookie sessions (cookie-auth.ts); without it only HTTP Basic is accepted */
+  cookies?: CookieSessions
   /** the whole table (for the listing and the OpenAPI document) */
   routes: readonly Route[]
 }

@@ -11,6 +11,7 @@ import type { Logger } from '../../lib/log.js'
 import { APIS, type Api, type ServerContext } from './apis.js'
 import { ApiError, CODE } from './errors.js'
 import { allowedMethods } from './method-not-allowed.js'
+import { COOKIE_STRATEGY, cookieAuth } from './cookie-auth.js'
 import { statusRoutes } from './status.js'
 import type { ApiContext, Route } from './routes.js'
 
@@ -62,13 +63,16 @@ function refusalOf (boom: Boom, request: Hapi.Request, open: Set<string>): ApiEr
 export async function createServer (listen: { host: string, port: number }, context: ServerContext, logger: Logger, tls?: { cert: Buffer, key: Buffer }, apis: readonly Api[] = APIS): Promise<Hapi.Server> {
   const server = Hapi.server({ host: listen.host, port: listen.port, router: { stripTrailingSlash: true }, ...(tls === undefined ? {} : { tls }) })
   await server.register(Basic)
+  const cookies = context.cookies
+  if (cookies !== undefined) cookieAuth(server, cookies, apis.map((api) => api.base))
   for (const api of apis) {
     server.auth.strategy(api.strategy, 'basic', {
       unauthorizedAttributes: { realm: REALM },
       validate: async (_request: Hapi.Request, user: string, password: string) => ({ isValid: await api.verify(context, user, password), credentials: { user } })
     })
     const handlerContext: ApiContext = { ...context, routes: api.routes }
-    for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger))
+    const strategies = cookies === undefined ? [api.strategy] : [api.strategy, COOKIE_STRATEGY]
+    for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger, strategies))
   }
   // health for orchestrators, outside the APIs and without credentials (status.ts)
   server.route(statusRoutes(context.node))
@@ -96,7 +100,8 @@ export async function createServer (listen: { host: string, port: number }, cont
   return server
 }
 
-function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger): Hapi.ServerRoute {
+/** `strategies`: the API's credentials (Basic), then the session cookie when it is on. */
+function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger, strategies: string[]): Hapi.ServerRoute {
   const names = paramNames(route.path)
   const query = route.paged === true ? Joi.object(api.pagingQuery).concat(route.validate?.query ?? Joi.object()) : route.validate?.query
   const payload = route.validate?.payload
@@ -104,7 +109,7 @@ function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger)
     method: route.method,
     path: hapiPath(api.base, route.path),
     options: {
-      auth: route.auth === false ? false : api.strategy,
+      auth: route.auth === false ? false : { strategies },
       // parsed here (not by hapi's validate) so every failure becomes this API's own error body
       payload: route.method === 'GET' || route.method === 'DELETE' ? undefined : { parse: true, allow: 'application/json', failAction: 'error' }
     },
