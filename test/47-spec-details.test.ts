@@ -13,7 +13,7 @@ import { startApiNode } from '../plugins/broker_management/test/api.js'
 import { md4, pbkdf2Md4 } from '../lib/access/md4.js'
 import { hashPassword, parseHashSpec } from '../lib/access/password-hash.js'
 import { freePort, startBroker, tempDir, type TestBroker } from './helpers/broker.js'
-import { waitFor } from './helpers/cluster.js'
+import { startCluster, waitFor } from './helpers/cluster.js'
 import { connect, closeAll, nextMessages } from './helpers/mqtt.js'
 import { connackCode } from './helpers/servers/outcome.js'
 import { startRedis } from './helpers/servers/redis.js'
@@ -75,9 +75,9 @@ t.test('#7 listeners: the management listener is listed (v3 http:management, v2 
   }
   const refused = sockets[sockets.length - 1]
   await once(refused, 'close')
-  const after = await waitFor(async () => {
+  const after = await waitFor(async (): Promise<Item | false> => {
     const record = await management()
-    return (record?.shutdown_count as { closed?: number }).closed === 1 ? record : undefined
+    return (record?.shutdown_count as { closed?: number }).closed === 1 && record !== undefined && record
   }, 10_000, 'the refused connection counted as closed')
   t.match(after, { shutdown_count: { closed: 1, kicked: 0 } })
 })
@@ -97,10 +97,10 @@ t.test('#8 session records: deliver_msg, enqueue_msg, mailbox_len, heap_size cou
   t.match(idle, { deliver_msg: 0, enqueue_msg: 0, mailbox_len: 0 })
   for (let i = 0; i < 3; i++) await publisher.publishAsync('counted/t', 'x'.repeat(10_000), { qos: 1 })
   await waitFor(() => received.length === 1, 10_000, 'the first message delivered')
-  const busy = await waitFor(async () => {
+  const busy = await waitFor(async (): Promise<Item | false> => {
     const record = await session('slow')
-    return record.enqueue_msg === 2 ? record : undefined
-  }, 10_000, 'two messages held')
+    return record.enqueue_msg === 2 && record
+  }, 10_000, 'two messages held') as Item
   t.match(busy, { deliver_msg: 1, enqueue_msg: 2, mailbox_len: 2, inflight_len: 1 })
   t.ok((busy.heap_size as number) >= (idle.heap_size as number) + 30_000, `heap_size grows with the messages held (${String(idle.heap_size)} → ${String(busy.heap_size)})`)
   t.not(idle.heap_size, 0)
@@ -117,10 +117,10 @@ t.test('#8 an offline v5 session shows its own expiry interval and what was queu
   const publisher = await connect(api.mqttUrl, { clientId: 'pub' })
   t.teardown(async () => await closeAll(publisher))
   await publisher.publishAsync('nap/t', 'while away', { qos: 1 })
-  const record = await waitFor(async () => {
+  const record = await waitFor(async (): Promise<Item | false> => {
     const r = ((await api.call('GET', '/sessions/sleeper')).body as Item[])[0]
-    return r?.mqueue_len === 1 ? r : undefined
-  }, 10_000, 'the offline session with its queued message')
+    return r?.mqueue_len === 1 && r
+  }, 10_000, 'the offline session with its queued message') as Item
   t.match(record, { created_at: 'undefined', expiry_interval: 600, enqueue_msg: 1, mailbox_len: 1 })
   t.ok((record.heap_size as number) > 0)
 })
@@ -268,4 +268,32 @@ t.test('#9 cookie authentication: POST /auth sets a session cookie that authenti
   t.equal((await get('/api/v3/nodes/', opsCookie)).status, 200)
   t.equal((await api.call('DELETE', '/users/ops')).status, 200)
   t.equal((await get('/api/v3/nodes/', opsCookie)).status, 401, 'refused once the user is removed')
+})
+
+t.test('#12 cluster-wide listings with a node that does not answer: the live nodes\' records and an error entry for it', async (t) => {
+  const cluster = await startCluster({ size: 2, heartbeat: '500ms', rpcTimeout: '2s' })
+  t.teardown(cluster.close)
+  const [n1, n2] = cluster.nodes
+  const one = await connect(n1.mqttUrl, { clientId: 'on-n1' })
+  t.teardown(async () => await closeAll(one))
+  await waitFor(async () => ((await cluster.api(n1, 'GET', '/connections/')).body as { items?: unknown[] }).items?.length === 1, 10_000, 'the client listed')
+
+  cluster.freeze(n2)
+  t.teardown(() => cluster.thaw(n2))
+  const within = cluster.rpcTimeoutMs + 2000
+  const started = Date.now()
+  const [connections, listeners, brokers, v2Listeners] = await Promise.all([
+    cluster.api(n1, 'GET', '/connections/', undefined, { timeoutMs: within }),
+    cluster.api(n1, 'GET', '/listeners/', undefined, { timeoutMs: within }),
+    cluster.api(n1, 'GET', '/brokers/', undefined, { timeoutMs: within }),
+    cluster.apiV2(n1, 'GET', '/monitoring/listeners', undefined, { timeoutMs: within })
+  ])
+  t.ok(Date.now() - started < within, `answered within rpc_timeout + 2 s (${Date.now() - started} ms)`)
+  const failed = { node: n2.name, error: 'badrpc', message: String }
+  t.equal(connections.status, 200)
+  t.match(connections.body, { items: [{ client_id: 'on-n1', node: n1.name }, failed], meta: { count: 2 } })
+  t.equal(listeners.status, 200)
+  t.match(listeners.body, [{ node: n1.name, listeners: Array }, failed])
+  t.match(brokers.body, [{ node: n1.name, node_status: 'Running' }, failed])
+  t.match(v2Listeners.body, { code: 0, result: { [n1.name]: Array, [n2.name]: { error: 'badrpc', message: String } } })
 })

@@ -10,7 +10,7 @@ import type { ServiceError } from '../../lib/service/node-service.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
-import { onHolder, rowsOfAll, type ListMethod, type RemoteMethod } from '../../lib/cluster/cluster.js'
+import { onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type RemoteMethod } from '../../lib/cluster/cluster.js'
 import type { CookieSessions } from './cookie-auth.js'
 import type { Users } from './users.js'
 
@@ -86,14 +86,41 @@ export async function everyNode (node: NodeView, method: Remote, ...args: unknow
   return await service(async () => await (node.cluster.all as (m: Remote, ...a: unknown[]) => Promise<Answer>)(method, ...args))
 }
 
-/** Every live node's answer as `{node, <field>: answer}` (EMQ X's cluster-wide form of plugins, listeners, configs …). */
-async function byNode (node: NodeView, method: Remote, field: string): Promise<Array<Record<string, unknown>>> {
-  return (await everyNode(node, method)).map((a) => ({ node: a.node, [field]: a.value }))
+/**
+ * A node that did not answer a cluster-wide listing within `cluster.rpc_timeout`
+ * (down and not yet known to be): listed in its place, so the live nodes'
+ * records still come back (README: "A node that does not answer").
+ */
+export interface NodeError { node: string, error: 'badrpc', message: string }
+
+export function isNodeError (value: unknown): value is NodeError {
+  return typeof value === 'object' && value !== null && (value as { error?: unknown }).error === 'badrpc' && typeof (value as { node?: unknown }).node === 'string'
 }
 
-/** The rows of every node, as one list. */
+/** Every live node's answer, in node order; a node that did not answer is a NodeError. */
+async function everyListing (node: NodeView, method: Remote, ...args: unknown[]): Promise<Array<NodeAnswer<unknown> | NodeError>> {
+  const outcomes = await service(async () => await (node.cluster.each as (m: Remote, ...a: unknown[]) => Promise<Array<NodeOutcome<unknown>>>)(method, ...args))
+  return outcomes.map((o) => {
+    if (o.ok) return { node: o.node, value: o.value }
+    if ((o.error as ServiceError).kind === 'badrpc') return { node: o.node, error: 'badrpc', message: o.error.message }
+    return serviceError(o.error)
+  })
+}
+
+/** Every live node's answer as `{node, <field>: answer}` (EMQ X's cluster-wide form of plugins, listeners, configs …). */
+async function byNode (node: NodeView, method: Remote, field: string): Promise<Array<Record<string, unknown>>> {
+  return (await everyListing(node, method)).map((a) => isNodeError(a) ? { ...a } : { node: a.node, [field]: a.value })
+}
+
+/** Every live node's answer object with its `node` (brokers, nodes, stats). */
+async function objectsByNode (node: NodeView, method: Remote, ...args: unknown[]): Promise<Array<Record<string, unknown>>> {
+  return (await everyListing(node, method, ...args)).map((a) => isNodeError(a) ? { ...a } : { node: a.node, ...(a.value as object) })
+}
+
+/** The rows of every node, as one list; a node that did not answer adds its NodeError at the end. */
 async function rows (node: NodeView, method: ListMethod, ...args: string[]): Promise<unknown[]> {
-  return await service(async () => await rowsOfAll(node.cluster, method, ...args))
+  const answers = await everyListing(node, method, ...args)
+  return [...answers.flatMap((a) => isNodeError(a) ? [] : a.value as unknown[]), ...answers.filter(isNodeError)]
 }
 
 /** The answer of the node named in the path. */
@@ -147,7 +174,7 @@ export const routes: readonly Route[] = [
   // --- brokers and nodes (§2.7, §2.8) ---
   {
     method: 'GET', path: '/brokers/', name: 'list_brokers', descr: 'A list of brokers in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'brokerInfo')).map((a) => ({ ...(a.value as object), node: a.node }))
+    handler: async (_req, { node }) => await objectsByNode(node, 'brokerInfo')
   },
   {
     method: 'GET', path: '/brokers/:node', name: 'lookup_broker', descr: 'Get broker info of a node',
@@ -155,7 +182,7 @@ export const routes: readonly Route[] = [
   },
   {
     method: 'GET', path: '/nodes/', name: 'list_nodes', descr: 'A list of nodes in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'nodeStats', true)).map((a) => ({ ...(a.value as object), node: a.node }))
+    handler: async (_req, { node }) => await objectsByNode(node, 'nodeStats', true)
   },
   {
     method: 'GET', path: '/nodes/:node', name: 'lookup_node', descr: 'Lookup a node in the cluster',
@@ -375,7 +402,7 @@ export const routes: readonly Route[] = [
   },
   {
     method: 'GET', path: '/stats/', name: 'list_stats', descr: 'A list of stats of all nodes in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'stats')).map((a) => ({ node: a.node, ...(a.value as object) }))
+    handler: async (_req, { node }) => await objectsByNode(node, 'stats')
   },
   {
     method: 'GET', path: '/nodes/:node/stats/', name: 'lookup_node_stats', descr: 'A list of stats of a node',
