@@ -180,6 +180,7 @@ export class BrokerNode {
       timers = new SessionTimers(backend.stores('timers'), backend.wipeQueue, logger, ownership)
       engine = await createEngine({ config, persistence, mq: backend.mq, shared, enhanced, timers, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
       await timers.restore(engine, persistence as unknown as Parameters<SessionTimers['restore']>[1], (clientId) => queues.forget(clientId))
+      const restored = timers
       logEngineEvents(engine, logger)
       mapEngineEvents(engine, hooks)
 
@@ -222,7 +223,7 @@ export class BrokerNode {
 
       const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
       late.listeners = listeners
-      observability.attach({ engine, listeners, retainer, queues, hooks, shared })
+      observability.attach({ engine, listeners, retainer, queues, hooks, shared, restoredSessions: () => restored.restoredSessions() })
       const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, backend, timers, storeIndex, tracer, commands, clustering, lifecycle, service })
       try {
         for (const listener of listeners) {

@@ -65,11 +65,11 @@ t.test('changeSetting: kept at once, a start-time value removes the line, refusa
   changeSetting(config, 'broker.sys_interval', '7s', 'management api')
   changeSetting(config, 'mqtt.max_packet_size', '2KB', 'broker_ctl')
   changeSetting(config, 'mqtt.acl_nomatch', 'allow', 'management api')
-  t.equal(await readFile(overrides, 'utf8'), HEADER + 'broker.sys_interval = 7s\nmqtt.max_packet_size = 2KB\nmqtt.acl_nomatch = allow\n')
+  t.equal(await readFile(overrides, 'utf8'), HEADER + 'mqtt.broker.sys_interval = 7s\nmqtt.max_packet_size = 2KB\nmqtt.acl_nomatch = allow\n')
   t.equal(config.get('broker.sys_interval'), 7000)
   t.equal(config.origin('broker.sys_interval'), `${overrides} (management api)`)
   t.equal(config.origin('mqtt.max_packet_size'), `${overrides} (broker_ctl)`)
-  t.same(changes, [['broker.sys_interval', 7000], ['mqtt.max_packet_size', 2048], ['mqtt.acl_nomatch', 'allow']])
+  t.same(changes, [['mqtt.broker.sys_interval', 7000], ['mqtt.max_packet_size', 2048], ['mqtt.acl_nomatch', 'allow']])
 
   changeSetting(config, 'broker.sys_interval', '60s', 'management api')
   t.equal(config.origin('broker.sys_interval'), `${file}:2`, 'the file\'s value (written differently) is back in force')
@@ -253,15 +253,15 @@ t.test('every kind of runtime change survives a restart of the node process', as
   await run('banned', 'add', 'client_id', 'pardoned', '1h')
   await run('banned', 'del', 'client_id', 'pardoned')
 
-  t.equal(await overrideText(), HEADER + 'mqtt.allow_anonymous = false\nbroker.sys_interval = 7s\nlog.console.level = debug\nlog.file.level = debug\n')
+  t.equal(await overrideText(), HEADER + 'mqtt.allow_anonymous = false\nmqtt.broker.sys_interval = 7s\nlog.console.level = debug\nlog.file.level = debug\n')
   t.equal(await readFile(join(dataDir, 'plugins', 'broker_plugin_template.conf'), 'utf8'), '# Settings of broker_plugin_template changed at run time (management API), written by the broker.\n' +
     '# They apply over etc/plugins/broker_plugin_template.conf, which is left as the operator wrote it.\ntemplate.greeting_topic = persisted\n')
   t.same(await snapshot(join(root, 'etc')), etc, 'etc/ is as the operator wrote it')
 
   const everythingKept = async (t: Test, label: string): Promise<void> => {
     t.equal(await configValue('mqtt.allow_anonymous'), 'false', `${label}: API config change`)
-    t.equal(await configValue('broker.sys_interval'), '7s', `${label}: API config change on one node`)
-    t.equal(await configValue('retainer.max_payload_size'), '1MB', `${label}: a setting put back stays put back`)
+    t.equal(await configValue('mqtt.broker.sys_interval'), '7s', `${label}: API config change on one node`)
+    t.equal(await configValue('retainer.max_payload_size'), '1048576', `${label}: a setting put back stays put back`)
     t.equal(await connackCode(mqttUrl, { clientId: 'anon' }), 0x87, `${label}: anonymous access stays off`)
     t.equal(await run('log', 'primary-level'), 'debug\n', `${label}: broker_ctl log set-level`)
 
@@ -302,7 +302,7 @@ t.test('every kind of runtime change survives a restart of the node process', as
     t.equal(await connackCode(mqttUrl, { clientId: 'anon' }), 0)
     const warning = node.lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.key === 'mqtt.allow_anonymous')
     t.match(warning, { msg: 'runtime override of mqtt.allow_anonymous not applied: --set mqtt.allow_anonymous=true sets it at start', override: 'false', overrideAt: `${join(dataDir, OVERRIDE_FILE)}:4`, inForce: '--set mqtt.allow_anonymous=true' })
-    t.equal(await configValue('broker.sys_interval'), '7s', 'the other overrides apply')
+    t.equal(await configValue('mqtt.broker.sys_interval'), '7s', 'the other overrides apply')
     t.match(await overrideText(), /^mqtt\.allow_anonymous = false$/m, 'the override is kept')
     t.equal((await http('PUT', '/configs/broker', { key: 'mqtt.allow_anonymous', value: 'true' })).status, 200)
     t.notMatch(await overrideText(), /allow_anonymous/, 'setting the start-time value removes the override')

@@ -12,6 +12,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import bcrypt from 'bcryptjs';
 import { bcryptCompare, bcryptHash, pbkdf2 } from './hash-worker.js';
+import { pbkdf2Md4 } from './md4.js';
 
 /** Hash algorithms understood by EMQ X 3.x auth plugins. */
 export type HashAlgorithm = 'plain' | 'md5' | 'sha' | 'sha256' | 'sha512' | 'pbkdf2' | 'bcrypt';
@@ -48,8 +49,12 @@ function nodeDigest(name: Exclude<HashAlgorithm, 'plain' | 'pbkdf2' | 'bcrypt'> 
   return name === 'sha' ? 'sha1' : name;
 }
 
-/** Digests usable here, probed once at load (OpenSSL 3 drops md4/ripemd160 without the legacy provider). */
+/**
+ * Digests usable here, probed once at load (OpenSSL 3 drops md4/ripemd160 without the legacy provider);
+ * md4 is always available: ./md4.ts computes it.
+ */
 const AVAILABLE = new Set<Pbkdf2Macfun>(MACFUNS.filter((name) => {
+  if (name === 'md4') return true;
   try {
     createHash(nodeDigest(name)).update('').digest();
     return true;
@@ -152,7 +157,9 @@ export async function hashPassword(spec: HashSpec, password: string, salt?: stri
     case 'pbkdf2': {
       if (!spec.pbkdf2) throw new Error('pbkdf2 hash spec is missing its parameters');
       const { macfun, iterations, dklen } = checkPbkdf2(spec.pbkdf2, 'hash spec');
-      const key = await pbkdf2(password, requireSalt(spec, salt), iterations, dklen, nodeDigest(macfun));
+      const key = macfun === 'md4'
+        ? await pbkdf2Md4(password, requireSalt(spec, salt), iterations, dklen)
+        : await pbkdf2(password, requireSalt(spec, salt), iterations, dklen, nodeDigest(macfun));
       return key.toString('hex');
     }
     case 'bcrypt':

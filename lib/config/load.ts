@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { ConfigOverrides, OVERRIDE_FILE, readOverrideLines } from './overrides.js'
 import { ConfigError, parseConfigLine, parseConfigText, type ConfigLine } from './parse.js'
+import { canonicalKey } from './schema.js'
 import { Config } from './store.js'
 
 /** Environment variables `BROKER_<KEY>` name a setting with `.` written `__`: BROKER_LISTENER__TCP__EXTERNAL. */
@@ -54,6 +55,6 @@ export async function loadConfig ({ file, env = {}, sets = [], root }: LoadOptio
   const overrideFile = join(resolve(root, base.get('node.data_dir')), OVERRIDE_FILE)
   const stored = await readOverrideLines(overrideFile)
   const config = new Config([...fileLines, ...stored, ...startLines])
-  config.overrides = new ConfigOverrides(overrideFile, stored, base, new Set(startLines.map((line) => line.key)))
+  config.overrides = new ConfigOverrides(overrideFile, stored, base, new Set(startLines.map((line) => canonicalKey(line.key))))
   return config
 }

@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises'
 import { isDeepStrictEqual } from 'node:util'
 import type { Logger } from '../log.js'
 import { ConfigError, parseConfigText, type ConfigLine } from './parse.js'
-import { schema, type SettingKey } from './schema.js'
+import { canonicalKey, schema, type SettingKey } from './schema.js'
 import type { Config } from './store.js'
 
 export const OVERRIDE_FILE = 'configs.override'
@@ -66,13 +66,13 @@ export class ConfigOverrides {
    * --set); `startKeys` are the keys env or --set gave at this start.
    */
   constructor (readonly file: string, readonly lines: readonly ConfigLine[], private readonly base: Config, private readonly startKeys: ReadonlySet<string>) {
-    for (const line of lines) this.#values.set(line.key, line.value)
+    for (const line of lines) this.#values.set(canonicalKey(line.key), line.value)
   }
 
   /** Stored overrides that env or --set replaced at this start (the start-time value is in force). */
   shadowed (): ShadowedOverride[] {
-    const last = new Map(this.lines.map((line) => [line.key, line]))
-    return [...last.values()].filter((line) => this.startKeys.has(line.key))
+    const last = new Map(this.lines.map((line) => [canonicalKey(line.key), line]))
+    return [...last].filter(([key]) => this.startKeys.has(key)).map(([, line]) => line)
       .map(({ key, value, origin }) => ({ key, value, origin, by: this.base.origin(key as SettingKey) }))
   }
 
@@ -89,8 +89,8 @@ export class ConfigOverrides {
    * OverrideWriteError when the file cannot be written (the setting is then
    * left as it was).
    */
-  change (config: Config, key: string, value: string, origin: string): void {
-    const { values, atStart } = this.#with(config, key, value, origin)
+  change (config: Config, written: string, value: string, origin: string): void {
+    const { values, atStart, key } = this.#with(config, written, value, origin)
     const previous = config.items().find((item) => item.key === key)!
     config.set(key, value, atStart ? this.base.origin(key as SettingKey) : `${this.file} (${origin})`)
     try {
@@ -106,15 +106,16 @@ export class ConfigOverrides {
     this.#write(this.#with(config, key, value, origin).values)
   }
 
-  #with (config: Config, key: string, value: string, origin: string): { values: Map<string, string>, atStart: boolean } {
-    const parsed = config.parse(key, value, origin)
+  #with (config: Config, written: string, value: string, origin: string): { values: Map<string, string>, atStart: boolean, key: string } {
+    const parsed = config.parse(written, value, origin)
+    const key = canonicalKey(written)
     if (NOT_OVERRIDABLE.has(key)) throw new ConfigError(origin, `${key}: cannot be changed at run time`)
     if (confValue(value) === undefined) throw new ConfigError(origin, `${key}: the value cannot be written to ${this.file}`)
     const atStart = isDeepStrictEqual(parsed, this.base.get(key as SettingKey))
     const values = new Map(this.#values)
     if (atStart) values.delete(key)
     else values.set(key, value)
-    return { values, atStart }
+    return { values, atStart, key }
   }
 
   #write (values: Map<string, string>): void {
@@ -144,7 +145,7 @@ export class SettingKindError extends Error {
  */
 export function changeSetting (config: Config, key: string, value: string, origin: string, nextStart = false): void {
   config.parse(key, value, origin)
-  const kind = schema[key as SettingKey].kind
+  const kind = schema[canonicalKey(key) as SettingKey].kind
   if (kind === 'fixed') throw new SettingKindError(`${key} is fixed: it cannot change while the node runs (set it in etc/broker.conf)`)
   if (kind === 'restart') {
     if (!nextStart) throw new SettingKindError(`${key} takes effect at the next start (kind restart): ask for next_start to store it for then`)

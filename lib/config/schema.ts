@@ -82,7 +82,8 @@ export const schema = {
   'mqtt.max_clientid_len': integer(65535, 23, 65535),
   'mqtt.max_topic_levels': integer(0, 0, 100),
 
-  'broker.sys_interval': duration('1m'),
+  // SPEC §2.14, §6 name it `mqtt.broker.sys_interval`; `broker.sys_interval` is an alias (ALIASES)
+  'mqtt.broker.sys_interval': duration('1m', 'broker', 'integer, duration'),
   'broker.shared_subscription_strategy': choice(['random', 'round_robin', 'sticky', 'hash'] as const, 'random'),
 
   'zone.external.max_inflight': integer(32, 0, 65535),
@@ -102,7 +103,8 @@ export const schema = {
   'plugins.etc_dir': restart(string('etc/plugins')),
 
   'retainer.expiry_interval': duration('0', 'broker_retainer'),
-  'retainer.max_payload_size': bytesize('1MB', 'broker_retainer'),
+  // written in bytes, as SPEC §8 lists it
+  'retainer.max_payload_size': bytesize('1048576', 'broker_retainer'),
   'retainer.max_retained_messages': integer(0, 0, Number.MAX_SAFE_INTEGER, 'broker_retainer'),
 
   // --- observability (issue 5) ---
@@ -129,6 +131,22 @@ export const schema = {
 export type Schema = typeof schema
 export type SettingKey = keyof Schema
 export type SettingValue<K extends SettingKey> = Schema[K] extends Setting<infer T> ? T : never
+
+/** Other names of a setting, accepted wherever a key is (files, env, --set, the API, `Config`); listings use the schema's name. */
+export const ALIASES = {
+  'broker.sys_interval': 'mqtt.broker.sys_interval'
+} as const satisfies Record<string, SettingKey>
+
+export type AliasKey = keyof typeof ALIASES
+/** A schema key or an alias of one. */
+export type AnyKey = SettingKey | AliasKey
+/** The schema key a key or alias names. */
+export type Canonical<K extends AnyKey> = K extends AliasKey ? typeof ALIASES[K] : K
+
+/** The schema's name for `key` (an alias resolved; any other text unchanged). */
+export function canonicalKey (key: string): string {
+  return Object.hasOwn(ALIASES, key) ? ALIASES[key as AliasKey] : key
+}
 
 export function isSettingKey (key: string): key is SettingKey {
   return Object.hasOwn(schema, key)

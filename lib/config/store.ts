@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events'
 import { ConfigError, type ConfigLine } from './parse.js'
 import type { ConfigOverrides } from './overrides.js'
-import { isSettingKey, schema, type SettingKey, type SettingValue } from './schema.js'
+import { canonicalKey, isSettingKey, schema, type AnyKey, type Canonical, type SettingKey, type SettingValue } from './schema.js'
 import type { SettingKind } from './types.js'
 
 export interface ConfigItem { key: SettingKey, value: string, datatype: string, app: string, kind: SettingKind, origin: string }
@@ -21,23 +21,23 @@ export class Config extends EventEmitter {
     for (const key of Object.keys(schema) as SettingKey[]) {
       this.#store(key, schema[key].default, 'default')
     }
-    for (const line of lines) this.#apply(line)
+    for (const { key, value, origin } of lines) this.#store(key, value, origin)
   }
 
-  get<K extends SettingKey> (key: K): SettingValue<K> {
-    return this.#values.get(key) as SettingValue<K>
+  get<K extends AnyKey> (key: K): SettingValue<Canonical<K>> {
+    return this.#values.get(canonicalKey(key) as SettingKey) as SettingValue<Canonical<K>>
   }
 
   /** Where the current value came from: `file:line`, `env NAME`, `--set …`, `runtime` or `default` (overrides: `<data_dir>/configs.override…`). */
-  origin (key: SettingKey): string {
-    return this.#raw.get(key)?.origin ?? 'default'
+  origin (key: AnyKey): string {
+    return this.#raw.get(canonicalKey(key) as SettingKey)?.origin ?? 'default'
   }
 
   /** Changes one setting while running; emits `change` (key, value). */
   set (key: string, value: string, origin = 'runtime'): void {
-    const line = { key, value, origin }
-    this.#apply(line)
-    this.emit('change', key, this.#values.get(key as SettingKey))
+    this.#store(key, value, origin)
+    const name = canonicalKey(key)
+    this.emit('change', name, this.#values.get(name as SettingKey))
   }
 
   items (): ConfigItem[] {
@@ -48,20 +48,20 @@ export class Config extends EventEmitter {
 
   /** The typed value `value` would give `key`; throws ConfigError naming `origin` for an unknown key or a bad value. */
   parse (key: string, value: string, origin: string): unknown {
-    if (!isSettingKey(key)) throw new ConfigError(origin, `${key}: unknown setting`)
+    const name = canonicalKey(key)
+    if (!isSettingKey(name)) throw new ConfigError(origin, `${key}: unknown setting`)
     try {
-      return schema[key].parse(value)
+      return schema[name].parse(value)
     } catch (err) {
       throw new ConfigError(origin, `${key}: ${(err as Error).message}`)
     }
   }
 
-  #apply ({ key, value, origin }: ConfigLine): void {
-    this.#store(key as SettingKey, value, origin)
-  }
-
-  #store (key: SettingKey, value: string, origin: string): void {
-    this.#values.set(key, this.parse(key, value, origin))
-    this.#raw.set(key, { value, origin })
+  /** `key` as written (an error names it so); kept under the schema's name. */
+  #store (key: string, value: string, origin: string): void {
+    const parsed = this.parse(key, value, origin)
+    const name = canonicalKey(key) as SettingKey
+    this.#values.set(name, parsed)
+    this.#raw.set(name, { value, origin })
   }
 }

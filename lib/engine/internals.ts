@@ -122,11 +122,18 @@ export interface EngineClientFacts {
   awaitingRel: number
 }
 
+interface WindowPacket { topic?: string, payload?: Buffer | string }
+interface OutboundWindow {
+  inflight: Map<unknown, WindowPacket>
+  waiting: WindowPacket[]
+  send: (packet: WindowPacket, done: unknown) => void
+}
+
 interface ClientInternals {
   _keepaliveInterval?: number
   _will?: { topic?: string } | null
   will?: { topic?: string } | null
-  _outbound?: { inflight: Map<unknown, unknown>, waiting: unknown[] }
+  _outbound?: OutboundWindow
   _inboundInflight?: Set<unknown>
 }
 
@@ -190,4 +197,29 @@ export function setPacketObservers (engine: Aedes, observers: EngineObservers): 
  */
 export function imposeServerKeepAlive (client: Client, seconds: number): void {
   (client as unknown as { _serverKeepAlive?: number })._serverKeepAlive = seconds
+}
+
+// --- session records (issue 15 #8) ---
+
+/** Calls `onHeld` each time the client's outbound window holds a message back (in-flight window full). */
+export function onWindowHeld (client: Client, onHeld: () => void): void {
+  const window = (client as unknown as ClientInternals)._outbound
+  if (window === undefined) return
+  const send = window.send.bind(window)
+  window.send = (packet, done) => {
+    const before = window.waiting.length
+    send(packet, done)
+    if (window.waiting.length > before) onHeld()
+  }
+}
+
+/** Bytes of topic and payload the client's outbound window holds (in flight and waiting). */
+export function engineWindowBytes (client: Client): number {
+  const window = (client as unknown as ClientInternals)._outbound
+  if (window === undefined) return 0
+  let bytes = 0
+  for (const packets of [window.inflight.values(), window.waiting]) {
+    for (const p of packets) bytes += (p.topic?.length ?? 0) + (p.payload?.length ?? 0)
+  }
+  return bytes
 }

@@ -21,6 +21,8 @@ interface QueuePersistence extends AedesPersistence {
 
 export class SessionQueues {
   readonly #lengths = new Map<string, number>()
+  /** a message was stored for an offline session (its `enqueue_msg`) */
+  onQueuedOffline: ((clientId: string) => void) | undefined
 
   constructor (
     private readonly config: Config,
@@ -66,11 +68,13 @@ export class SessionQueues {
   #admit (sub: Sub, packet: object): boolean {
     const max = this.config.get('zone.external.max_mqueue_len')
     const limit = max === 0 ? Infinity : max + this.config.get('zone.external.max_inflight')
-    if (this.length(sub.clientId) >= limit && !this.isOnline(sub.clientId)) {
+    const online = this.isOnline(sub.clientId)
+    if (this.length(sub.clientId) >= limit && !online) {
       this.onDrop(sub.clientId, packet)
       return false
     }
     this.#add(sub.clientId, 1)
+    if (!online) this.onQueuedOffline?.(sub.clientId)
     return true
   }
 

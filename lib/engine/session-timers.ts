@@ -127,6 +127,13 @@ export class SessionTimers {
     this.#restored.set(key, setTimeout(() => firesAt <= Date.now() ? run() : this.#arm(key, firesAt, run), wait).unref())
   }
 
+  /** Persistent sessions restored from the store at start, offline still: their expiry timer has neither fired nor been cancelled. */
+  restoredSessions (): number {
+    let count = 0
+    for (const key of this.#restored.keys()) if (key.startsWith('session:')) count++
+    return count
+  }
+
   async stop (): Promise<void> {
     for (const timer of this.#restored.values()) clearTimeout(timer)
     this.#restored.clear()

@@ -73,6 +73,8 @@ export class Metrics {
 
   /** Called for each CONNECT received (cold path: once per connection). */
   onConnect: (client: Client, packet: Packet) => void = () => {}
+  /** a PUBLISH written to `client` (per-session counts) */
+  onPublishSent: (client: Client) => void = () => {}
 
   constructor (readonly bytes: ByteCounter) {}
 
@@ -104,10 +106,11 @@ export class Metrics {
   }
 
   /** Every packet written to a client (the engine's `packetOut`). */
-  readonly packetOut = (_client: Client, packet: Packet): void => {
+  readonly packetOut = (client: Client, packet: Packet): void => {
     this.packetsSent++
     switch (packet.cmd) {
       case 'publish':
+        this.onPublishSent(client)
         this.publishSent++
         this.messagesSent++
         if (packet.qos === 0) this.qos0Sent++

@@ -7,7 +7,7 @@
 import type Joi from 'joi'
 import type { HookHandlers, HookName, ClientInfo } from '../hooks/types.js'
 import type { Logger } from '../log.js'
-import type { NodeServiceView } from '../service/node-service.js'
+import type { ListenerRecord, NodeServiceView } from '../service/node-service.js'
 import type { CtlCommand } from '../ctl/command.js'
 
 export type { ClientInfo, HookHandlers, HookName } from '../hooks/types.js'
@@ -69,6 +69,14 @@ export interface PluginContext<C> {
     /** A `broker_ctl` command (e.g. `users`); removed when the plugin unloads. */
     add: (command: CtlCommand) => void
   }
+  readonly listeners: {
+    /**
+     * A listener the plugin serves (the management API, a dashboard), listed with
+     * the node's MQTT listeners (SPEC §2.10); `report` is read at each listing.
+     * Removed when the plugin unloads.
+     */
+    add: (report: () => ListenerRecord) => void
+  }
   readonly node: NodeView
   readonly store: PluginStore
   /** the install root, for resolving relative file paths in settings */
@@ -83,6 +91,12 @@ export interface BrokerPlugin<C = Record<string, unknown>> {
   schema: Joi.ObjectSchema<C>
   load: (ctx: PluginContext<C>) => void | Promise<void>
   unload: () => void | Promise<void>
+  /**
+   * What `load` would refuse beyond the schema (a file it reads, a key it
+   * parses), checked before settings changed at run time are saved: throws
+   * an Error saying why. `root` is the install root relative paths start at.
+   */
+  check?: (config: C, root: string) => void | Promise<void>
 }
 
 /** Types a plugin module's default export. */

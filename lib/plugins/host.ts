@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
 import { followingChild, type Logger } from '../log.js'
+import type { ListenerRecord } from '../service/node-service.js'
 import type { BrokerPlugin, NodeView, PluginAlarm, PluginContext, PluginStore, PublishRequest } from './contract.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
 import { readPluginConfig, validatePluginConfig } from './plugin-config.js'
@@ -57,6 +58,8 @@ export class PluginHost {
   readonly #loggers = new Map<string, () => void>()
   /** alarm ids each plugin has raised and not cleared */
   readonly #alarms = new Map<string, Set<string>>()
+  /** the listeners each plugin serves (SPEC §2.10) */
+  readonly #listeners = new Map<string, Array<() => ListenerRecord>>()
   /** chain order: data/loaded_plugins, then plugins loaded at run time */
   #order: string[] = []
   /** load/unload/reload run one at a time */
@@ -181,6 +184,11 @@ export class PluginHost {
     }
   }
 
+  /** Runs the plugin's `check` (what its load would refuse beyond the schema) on validated settings. */
+  async check (name: string, config: unknown): Promise<void> {
+    await (await this.#module(name)).check?.(config, this.options.root)
+  }
+
   async #module (name: string): Promise<BrokerPlugin<unknown>> {
     const cached = this.#plugins.get(name)
     if (cached) return cached
@@ -245,8 +253,14 @@ export class PluginHost {
     this.options.logger.info({ plugin: name }, 'plugin unloaded')
   }
 
-  /** Everything a plugin registered through its context: hooks, commands, alarms. */
+  /** The listeners the loaded plugins serve, as records (SPEC §2.10). */
+  listenerRecords (): ListenerRecord[] {
+    return [...this.#listeners.values()].flat().map((report) => report())
+  }
+
+  /** Everything a plugin registered through its context: hooks, commands, listeners, alarms. */
   #release (name: string): void {
+    this.#listeners.delete(name)
     this.options.hooks.removeOwner(name)
     this.options.commands.removeOwner(name)
     this.#loggers.get(name)?.()
@@ -268,6 +282,11 @@ export class PluginHost {
       logger: pluginLogger,
       hooks: { add: (hook, handler, priority) => hooks.add(hook, handler, name, priority) },
       commands: { add: (command) => commands.add(command, name) },
+      listeners: {
+        add: (report) => {
+          this.#listeners.set(name, [...this.#listeners.get(name) ?? [], report])
+        }
+      },
       publish,
       alarms: {
         raise: (alarm) => {

@@ -96,6 +96,40 @@ export function overrideText (text: string, base: readonly ConfigLine[], values:
   return setConfigValues(removeConfigKeys(start, reset), set, file)
 }
 
+/**
+ * Settings changed at run time where `null` resets a key to its default: the
+ * run-time change is removed (`unset`), so the operator's file, or else the
+ * schema's default, applies. A key the operator's file sets is reset by
+ * setting the schema's default over it; one with no default there cannot be
+ * reset here (ConfigError: edit the file).
+ */
+export function resetToDefaults (schema: Joi.ObjectSchema, base: readonly ConfigLine[], values: Readonly<Record<string, string | null>>, file: string): { set: Record<string, string>, unset: string[] } {
+  const inFile = new Map(base.map((line) => [line.key, line.origin]))
+  const set: Record<string, string> = {}
+  const unset: string[] = []
+  for (const [key, value] of Object.entries(values)) {
+    if (value !== null) set[key] = value
+    else if (!inFile.has(key)) unset.push(key)
+    else {
+      const fallback = schemaDefault(schema, key)
+      if (fallback === undefined) throw new ConfigError(inFile.get(key) ?? file, `${key}: has no default to reset to; it is set in ${file}: change it there`)
+      set[key] = fallback
+    }
+  }
+  return { set, unset }
+}
+
+/** A key's default in the schema, as conf text; undefined when it has none (or the key is unknown). */
+function schemaDefault (schema: Joi.ObjectSchema, key: string): string | undefined {
+  let fallback: unknown
+  try {
+    fallback = (schema.extract([key]).describe() as { flags?: { default?: unknown } }).flags?.default
+  } catch {
+    return undefined
+  }
+  return typeof fallback === 'string' || typeof fallback === 'number' || typeof fallback === 'boolean' ? String(fallback) : undefined
+}
+
 /** Writes the override file in one step (its folder made when missing); removed when it sets nothing. */
 export async function writeOverrideFile (file: string, text: string): Promise<void> {
   if (parseConfigText(text, file).length === 0) return await rm(file, { force: true })

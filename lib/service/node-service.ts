@@ -9,7 +9,7 @@ import type { AccessControl } from '../access/access-control.js'
 import { BANNED_KINDS, DEFAULT_BAN_SECONDS, type BannedEntry, type BannedKind, type BannedList } from '../access/banned.js'
 import { clientState } from '../access/client-state.js'
 import type { Config } from '../config/store.js'
-import { engineClient, engineClientFacts, engineClients, engineSubscribe, engineUnsubscribe, onMessageDropped, type EngineClient } from '../engine/internals.js'
+import { clientSocket, engineClient, engineClientFacts, engineClients, engineSubscribe, engineUnsubscribe, engineWindowBytes, onMessageDropped, type EngineClient } from '../engine/internals.js'
 import type { SessionQueues } from '../engine/session-queue.js'
 import type { StoreIndex } from '../engine/store-index.js'
 import type { AedesPersistence } from '../engine/store.js'
@@ -19,8 +19,9 @@ import { connInfo } from '../listeners/conn-info.js'
 import type { Listener } from '../listeners/index.js'
 import type { BrokerPlugin } from '../plugins/contract.js'
 import type { PluginHost, PluginRecord } from '../plugins/host.js'
-import { overrideText, readPluginConfig, readPluginConfigLines, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
+import { overrideText, readPluginConfig, readPluginConfigLines, removeConfigKeys, resetToDefaults, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
 import { parseConfigText } from '../config/parse.js'
+import { canonicalKey } from '../config/schema.js'
 import { changeSetting, OverrideWriteError } from '../config/overrides.js'
 import type { V3Metrics } from '../metrics/metrics.js'
 import type { V3Stats } from '../metrics/stats.js'
@@ -157,10 +158,17 @@ export class NodeService {
   readonly #connectedAt = new WeakMap<Client, Date>()
   readonly #dropped = new Map<string, number>()
   readonly #kicked = new Map<string, number>()
+  /** the expiry interval (seconds) of each persistent session whose client left, for its offline record */
+  readonly #offlineExpiry = new Map<string, number>()
 
   constructor (private readonly parts: NodeServiceParts) {
     parts.engine.on('clientReady', (client: Client) => this.#connectedAt.set(client, new Date()))
-    parts.engine.on('clientDisconnect', (client: Client) => { if (client.clean) this.#dropped.delete(client.id) })
+    parts.engine.on('clientDisconnect', (client: Client) => {
+      if (client.clean) this.#dropped.delete(client.id)
+      const expiry = this.#expiryInterval(client as EngineClient)
+      if (expiry > 0) this.#offlineExpiry.set(client.id, expiry)
+      else this.#offlineExpiry.delete(client.id)
+    })
     onMessageDropped(parts.engine, (_packet, client) => this.#dropped.set(client.id, (this.#dropped.get(client.id) ?? 0) + 1))
   }
 
@@ -307,8 +315,9 @@ export class NodeService {
 
   // --- listeners (§2.10) ---
 
+  /** The MQTT listeners, then those the plugins serve (the management API's `http:management` …). */
   listeners (): ListenerRecord[] {
-    return this.parts.listeners().map((l) => {
+    const mqtt = this.parts.listeners().map((l): ListenerRecord => {
       const closed = l.gate.counters.closed
       const kicked = this.#kicked.get(l.protocol) ?? 0
       return {
@@ -320,6 +329,7 @@ export class NodeService {
         shutdown_count: closed === 0 && kicked === 0 ? [] : { closed, kicked }
       }
     })
+    return [...mqtt, ...this.parts.plugins()?.listenerRecords() ?? []]
   }
 
   // --- plugins (§2.13) ---
@@ -369,7 +379,7 @@ export class NodeService {
    * reloads if it is active. `reloadLater` answers before the reload (a plugin
    * reloading itself).
    */
-  async setPluginSettings (name: string, values: Readonly<Record<string, string>>, { reloadLater = false } = {}): Promise<void> {
+  async setPluginSettings (name: string, values: Readonly<Record<string, string | null>>, { reloadLater = false } = {}): Promise<void> {
     const host = this.#host()
     const file = await this.#pluginOperation(() => host.configFile(name))
     const overrideFile = host.overrideFile(name)
@@ -378,8 +388,11 @@ export class NodeService {
     let text: string
     try {
       const base = await readPluginConfigLines(file)
-      text = overrideText(await readText(overrideFile), base, values, overrideFile, name)
-      validatePluginConfig(plugin.schema, [...base, ...parseConfigText(text, overrideFile)], file)
+      const { set, unset } = resetToDefaults(plugin.schema, base, values, file)
+      text = removeConfigKeys(overrideText(await readText(overrideFile), base, set, overrideFile, name), unset)
+      const config = validatePluginConfig(plugin.schema, [...base, ...parseConfigText(text, overrideFile)], file)
+      // what the plugin's load would refuse is refused now, not saved to fail every later load
+      await host.check(name, config)
     } catch (err) {
       throw new ServiceError('bad_value', (err as Error).message)
     }
@@ -404,7 +417,7 @@ export class NodeService {
    * the configuration has overrides (lib/config/overrides.ts).
    */
   setConfig (app: string, key: string, value: string, origin = 'management api', nextStart = false): void {
-    const item = this.parts.config.items().find((i) => i.key === key)
+    const item = this.parts.config.items().find((i) => i.key === canonicalKey(key))
     if (item === undefined || item.app !== app) throw new ServiceError('not_found', `no setting ${key} in ${app}`)
     try {
       changeSetting(this.parts.config, key, value, origin, nextStart)
@@ -536,25 +549,32 @@ export class NodeService {
     }
   }
 
-  #session (client: EngineClient): SessionRecord {
-    const { config } = this.parts
-    const facts = engineClientFacts(client)
+  /** Seconds the session outlives its connection: 0 for a clean one, a v5 client's own interval, else the zone's. */
+  #expiryInterval (client: EngineClient): number {
     const persistent = !client.clean || (client.version === 5 && client.sessionExpiryInterval > 0)
+    if (!persistent) return 0
+    return client.version === 5 ? client.sessionExpiryInterval : Math.round(this.parts.config.get('zone.external.session_expiry_interval') / 1000)
+  }
+
+  #session (client: EngineClient): SessionRecord {
+    const { config, observability } = this.parts
+    const facts = engineClientFacts(client)
+    const counts = observability.sessions.get(client.id)
+    const subscriptions = Object.keys(client.subscriptions)
+    const socket = clientSocket(client)
     return {
       awaiting_rel_len: facts.awaitingRel,
       binding: 'local',
       clean_start: client.clean,
       client_id: client.id,
       created_at: datetime(this.#connectedAt.get(client) ?? new Date()),
-      // per-session message counters are not kept by the engine: 0
-      deliver_msg: 0,
-      enqueue_msg: 0,
-      expiry_interval: !persistent
-        ? 0
-        : client.version === 5 ? client.sessionExpiryInterval : Math.round(config.get('zone.external.session_expiry_interval') / 1000),
-      // Erlang process figures with no Node.js counterpart (a session is not a process here): 0
-      heap_size: 0,
-      mailbox_len: 0,
+      deliver_msg: counts.delivered,
+      enqueue_msg: counts.enqueued,
+      expiry_interval: this.#expiryInterval(client),
+      heap_size: sessionHeapEstimate(subscriptions, engineWindowBytes(client) + (socket?.writableLength ?? 0) + (socket?.readableLength ?? 0)),
+      // the messages the session holds in memory, not yet written to the client
+      mailbox_len: facts.waiting,
+      // an Erlang process figure with no Node.js counterpart (a session is not a process here): 0
       reductions: 0,
       inflight_len: facts.inflight,
       max_awaiting_rel: config.get('zone.external.max_awaiting_rel'),
@@ -565,32 +585,35 @@ export class NodeService {
       // waiting in the outbound window, plus what a persistent session holds in the store beyond the in-flight ones
       mqueue_len: facts.waiting + (client.clean ? 0 : Math.max(0, this.parts.queues.length(client.id) - facts.inflight - facts.waiting)),
       node: this.name,
-      subscriptions_count: Object.keys(client.subscriptions).length,
+      subscriptions_count: subscriptions.length,
       username: text(clientState(client)?.info.username)
     }
   }
 
   /**
    * A persistent session whose client is offline, from the store: its stored subscriptions and queued messages.
-   * What only a live session knows is not kept: `created_at` "undefined", `username` "undefined", the counters 0,
-   * `expiry_interval` the zone's setting (a v5 client's own interval is not stored with its subscriptions).
+   * What only a live session knows is not kept: `created_at` "undefined", `username` "undefined". The message
+   * counters and `expiry_interval` (the client's own) are those seen since this node started; a session
+   * restored from the store at start shows the zone's expiry and counts from then on.
    */
   async #offlineSession (clientId: string): Promise<SessionRecord | undefined> {
-    const { config, persistence, queues } = this.parts
-    const subscriptions = await persistence.subscriptionsByClient({ id: clientId })
+    const { config, persistence, queues, observability } = this.parts
+    const subscriptions = await persistence.subscriptionsByClient({ id: clientId }) as Array<{ topic: string }>
     if (subscriptions.length === 0) return undefined
+    const counts = observability.sessions.get(clientId)
     return {
       awaiting_rel_len: 0,
       binding: 'local',
       clean_start: false,
       client_id: clientId,
       created_at: 'undefined',
-      deliver_msg: 0,
-      enqueue_msg: 0,
-      expiry_interval: Math.round(config.get('zone.external.session_expiry_interval') / 1000),
-      heap_size: 0,
+      deliver_msg: counts.delivered,
+      enqueue_msg: counts.enqueued,
+      expiry_interval: this.#offlineExpiry.get(clientId) ?? Math.round(config.get('zone.external.session_expiry_interval') / 1000),
+      // the engine holds an offline session's subscriptions in memory; its queue is in the store
+      heap_size: sessionHeapEstimate(subscriptions.map((s) => s.topic), 0),
       inflight_len: 0,
-      mailbox_len: 0,
+      mailbox_len: queues.length(clientId),
       max_awaiting_rel: config.get('zone.external.max_awaiting_rel'),
       max_inflight: config.get('zone.external.max_inflight'),
       max_mqueue: config.get('zone.external.max_mqueue_len'),
@@ -623,6 +646,23 @@ export class NodeService {
       throw err
     }
   }
+}
+
+/** An allowance per session for what it costs without its contents (client object, parser, socket, timers): an estimate. */
+const SESSION_BASE_BYTES = 8192
+/** A subscription's entry in the engine's maps and the store's trie, beside its filter text. */
+const SUBSCRIPTION_BYTES = 200
+
+/**
+ * SPEC §2.3 `heap_size`: a session is not a process here, so this is an
+ * estimate in bytes: a base per session, each subscription (its filter and
+ * entries), and the message bytes it holds (`held`: outbound window and
+ * socket buffers).
+ */
+function sessionHeapEstimate (filters: string[], held: number): number {
+  let bytes = SESSION_BASE_BYTES + held
+  for (const filter of filters) bytes += SUBSCRIPTION_BYTES + filter.length * 2
+  return bytes
 }
 
 /** A topic name: not empty, no wildcard, no NUL. */

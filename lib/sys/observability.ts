@@ -13,7 +13,7 @@ import type { IConnectPacket } from 'mqtt-packet'
 import { clientState } from '../access/client-state.js'
 import type { Config } from '../config/store.js'
 import type { EngineCallbacks } from '../engine/create.js'
-import { clientSocket, engineClients, engineOfflineSessions, type EngineClient } from '../engine/internals.js'
+import { clientSocket, engineClients, engineOfflineSessions, onWindowHeld, type EngineClient } from '../engine/internals.js'
 import type { Retainer } from '../engine/retainer.js'
 import type { SessionQueues } from '../engine/session-queue.js'
 import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
@@ -26,6 +26,7 @@ import { countMessages } from '../metrics/message-counters.js'
 import { Metrics, type V3Metrics } from '../metrics/metrics.js'
 import { PrometheusExporter, type ProcessFigures } from '../metrics/prometheus.js'
 import { RouteTable } from '../metrics/routes.js'
+import { SessionCounters } from '../metrics/session-counters.js'
 import { Stats, type V3Stats } from '../metrics/stats.js'
 import { Alarms } from './alarms.js'
 import { guardDollarRetained } from './dollar-retained.js'
@@ -43,6 +44,8 @@ export interface ObservedParts {
   hooks: HookRegistry
   /** shared subscription groups: a message no member could take counts as dropped */
   shared?: SharedSubscriptions
+  /** offline persistent sessions the engine does not hold: their expiry timers were restored from the store at start */
+  restoredSessions?: () => number
 }
 
 export class Observability {
@@ -64,6 +67,8 @@ export class Observability {
   #stopped = false
   #refreshQueued = false
   readonly #persistentOnline = new Set<Client>()
+  /** per-session `deliver_msg` / `enqueue_msg` (SPEC §2.3) */
+  readonly sessions = new SessionCounters()
   readonly #announced = new WeakSet<Client>()
   readonly #undo: Array<() => void> = []
 
@@ -106,8 +111,13 @@ export class Observability {
       shared.onDropped = (packet) => this.metrics.dropped(packet.qos)
       this.#undo.push(() => { shared.onDropped = undefined })
     }
+    const { sessions } = this
+    this.metrics.onPublishSent = (client) => { sessions.of(client.id).delivered++ }
+    parts.queues.onQueuedOffline = (clientId) => { sessions.of(clientId).enqueued++ }
+    this.#undo.push(() => { parts.queues.onQueuedOffline = undefined })
     this.#on('client', (client: Client) => {
       if (!client.clean) this.#persistentOnline.add(client)
+      onWindowHeld(client, () => { sessions.of(client.id).enqueued++ })
       this.#statsChanged()
     })
     this.#on('clientReady', (client: Client) => {
@@ -121,7 +131,10 @@ export class Observability {
     })
     this.#on('clientDisconnect', (client: Client) => {
       this.#persistentOnline.delete(client)
-      if (client.clean) this.routes.drop(client.id)
+      if (client.clean) {
+        this.routes.drop(client.id)
+        sessions.forget(client.id)
+      }
       this.#statsChanged()
       if (this.#announced.has(client)) this.presence.disconnected(client, disconnectReason(client))
     })
@@ -136,6 +149,7 @@ export class Observability {
     // a persistent session ended while offline
     this.#on('sessionExpired', (client: Client) => {
       this.routes.drop(client.id)
+      sessions.forget(client.id)
       this.#statsChanged()
     })
     this.#on('sessionLimitReached', (client: Client, info: { reason: string }) => {
@@ -216,7 +230,7 @@ export class Observability {
     const parts = this.#parts
     if (parts === null) return
     const connections = parts.engine.connectedClients
-    const offline = engineOfflineSessions(parts.engine)
+    const offline = engineOfflineSessions(parts.engine) + (parts.restoredSessions?.() ?? 0)
     const { stats, routes } = this
     stats.set('connections', connections)
     stats.set('sessions', connections + offline)

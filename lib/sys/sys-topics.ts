@@ -2,7 +2,7 @@
 // `$SYS/brokers/<node.name>/`:
 // - every second: `uptime` (`2 minutes, 5 seconds`) and `datetime`
 //   (`YYYY-MM-DD HH:MM:SS`), QoS 0, not retained;
-// - at start and every `broker.sys_interval` (read live; 0 = never):
+// - at start and every `mqtt.broker.sys_interval` (read live; 0 = never):
 //   `version`, `sysdescr` and `$SYS/brokers` (the cluster's node names,
 //   comma-separated) retained; `stats/<name>` and `metrics/<name>` as plain
 //   decimal text, QoS 0, not retained.
@@ -34,7 +34,7 @@ export class SysTopics {
   readonly #interval: LiveTimer
 
   constructor (private readonly config: Config, private readonly publish: SysPublish, private readonly sources: SysSources) {
-    this.#interval = new LiveTimer(config, 'broker.sys_interval', () => this.tick())
+    this.#interval = new LiveTimer(config, 'mqtt.broker.sys_interval', () => this.tick())
   }
 
   start (): void {

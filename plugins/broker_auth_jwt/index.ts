@@ -49,6 +49,11 @@ export default definePlugin<JwtConfig>({
   version: '0.1.0',
   description: 'Authentication and ACL with JSON Web Tokens (HMAC, RSA, ECDSA)',
   schema,
+  // a pubkey file that cannot be read or is no public key is refused before it is saved
+  async check (config, root) {
+    await loadKeys(config, root)
+  },
+
   async load (ctx) {
     const keys = await loadKeys(ctx.config, ctx.root)
     const secret = ctx.config['auth.jwt.secret']

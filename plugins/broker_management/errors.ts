@@ -2,6 +2,9 @@
 // JSON body (SPEC §7.1: `{message}`; EMQ X's codes where they apply). Each
 // API writes it in its own shape (apis.ts).
 export class ApiError extends Error {
+  /** 405: the methods the path is served for (the `Allow` header) */
+  allow?: string[]
+
   /**
    * `envelopeCode`: the §7.2 code of a refusal whose v3 body shows none
    * (the v2 envelope always carries a code; without either it is 102).

@@ -10,7 +10,9 @@ import { definePlugin } from '../../lib/plugins/contract.js'
 import { Apps } from './apps.js'
 import { LoginLimit } from './login-limit.js'
 import { Users } from './users.js'
+import { CookieSessions } from './cookie-auth.js'
 import { adminsCommand, mgmtCommand } from './commands.js'
+import { listenerRecord, type ListenerLimits } from './listener-record.js'
 import { createServer } from './server.js'
 import { listenOn, schema, type ManagementConfig } from './settings.js'
 
@@ -28,6 +30,10 @@ async function pemFile (root: string, key: string, value: string): Promise<Buffe
   } catch (err) {
     throw new Error(`${key}: cannot read ${path}: ${(err as Error).message}`, { cause: err })
   }
+}
+
+function limits (config: ManagementConfig, kind: 'http' | 'https'): ListenerLimits {
+  return { acceptors: config[`management.listener.${kind}.acceptors`], maxClients: config[`management.listener.${kind}.max_clients`] }
 }
 
 export default definePlugin<ManagementConfig>({
@@ -56,10 +62,14 @@ export default definePlugin<ManagementConfig>({
     })
     await users.seed()
     for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
-    const api = { node: ctx.node, apps, users, logins: new LoginLimit(ctx.config['management.login_rate']), maxRowLimit: ctx.config['management.max_row_limit'] }
+    const api = { node: ctx.node, apps, users, logins: new LoginLimit(ctx.config['management.login_rate']), maxRowLimit: ctx.config['management.max_row_limit'], cookies: new CookieSessions(users) }
     // HTTP, and HTTPS when set: two hapi servers built from the same route tables
     const created = [await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)]
-    if (https !== undefined && tls !== undefined) created.push(await createServer(listenOn(https), api, ctx.logger, tls))
+    ctx.listeners.add(listenerRecord(created[0], 'http:management', limits(ctx.config, 'http')))
+    if (https !== undefined && tls !== undefined) {
+      created.push(await createServer(listenOn(https), api, ctx.logger, tls))
+      ctx.listeners.add(listenerRecord(created[1], 'https:management', limits(ctx.config, 'https')))
+    }
     const started: Hapi.Server[] = []
     try {
       for (const server of created) {

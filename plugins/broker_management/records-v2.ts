@@ -68,5 +68,5 @@ export function listenerV2 (l: ListenerRecord): Record<string, unknown> {
 
 /** §6: the v2 listing gives `sys_interval` as an integer number of seconds (`60`, not `1m`) */
 export function configV2 (item: ConfigRecord): Omit<ConfigRecord, 'value'> & { value: string | number } {
-  return item.key === 'broker.sys_interval' ? { ...item, value: Math.round(parseDuration(item.value) / 1000) } : item
+  return item.key === 'mqtt.broker.sys_interval' ? { ...item, value: Math.round(parseDuration(item.value) / 1000) } : item
 }

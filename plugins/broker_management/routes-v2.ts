@@ -7,7 +7,7 @@ import Joi from 'joi'
 import type { ConfigRecord, ConnectionRecord, ListenerRecord, SessionRecord, SubscriptionRecord } from '../../lib/service/node-service.js'
 import type { BrokerInfo } from '../../lib/sys/node-info.js'
 import { clientV2, configV2, listenerV2, monitoringV2, nodeInfoV2, sessionV2, subscriptionV2 } from './records-v2.js'
-import { everyNode, onNode, routes as v3Routes, type Method, type Route, type RouteRequest } from './routes.js'
+import { everyNode, isNodeError, onNode, routes as v3Routes, type Method, type Route, type RouteRequest } from './routes.js'
 
 /** The v3 row `name` (and `path`, where v3 has two rows of that name); a missing one fails at import. */
 function v3 (name: string, path?: string): Route {
@@ -27,9 +27,9 @@ interface Adapt {
 const noData = (): [] => []
 const same = (value: unknown): unknown => value
 
-/** Each record of a list through `f`. */
+/** Each record of a list through `f`; a node's error entry (NodeError) as it is. */
 function each<T> (f: (record: T) => unknown): (value: unknown) => unknown[] {
-  return (value) => (value as T[]).map(f)
+  return (value) => (value as T[]).map((record) => isNodeError(record) ? record : f(record))
 }
 
 /** A lookup: `{objects: [...]}`. */
@@ -39,7 +39,8 @@ function objects<T> (f: (record: T) => unknown = same): (value: unknown) => { ob
 
 /** `[{node, <field>}]` (v3's cluster form) → `{<node>: <field> through f}`. */
 function byNode<T> (field: string, f: (record: T) => unknown): (value: unknown) => Record<string, unknown> {
-  return (value) => Object.fromEntries((value as Array<Record<string, T[]> & { node: string }>).map((row) => [row.node, row[field].map(f)]))
+  return (value) => Object.fromEntries((value as Array<Record<string, T[]> & { node: string }>).map((row) =>
+    [row.node, isNodeError(row) ? { error: row.error, message: row.message } : row[field].map(f)]))
 }
 
 /** `'GET /path'`: the v2 row doing what the v3 row `source` does. */

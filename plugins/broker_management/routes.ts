@@ -10,9 +10,10 @@ import type { ServiceError } from '../../lib/service/node-service.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
-import { onHolder, rowsOfAll, type ListMethod, type RemoteMethod } from '../../lib/cluster/cluster.js'
+import { onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type RemoteMethod } from '../../lib/cluster/cluster.js'
 import { ROLES, type Caller, type Role } from './roles.js'
 import type { LoginLimit } from './login-limit.js'
+import type { CookieSessions } from './cookie-auth.js'
 import type { Users } from './users.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
@@ -24,6 +25,8 @@ export interface ApiContext {
   /** failed logins per source address (`management.login_rate`) */
   logins: LoginLimit
   maxRowLimit: number
+  /** the administrators' cookie sessions (cookie-auth.ts); without it only HTTP Basic is accepted */
+  cookies?: CookieSessions
   /** the whole table (for the listing and the OpenAPI document) */
   routes: readonly Route[]
 }
@@ -53,6 +56,8 @@ export interface Route {
 }
 
 const OK = 'ok'
+/** SPEC §7.1 ties `already_started` to a status above 500 */
+const PLUGIN_STATE_STATUS = 503
 
 const bannedKind = Joi.string().valid('client_id', 'username', 'ip_address')
 const expired = Joi.alternatives().try(Joi.number().integer().min(0), Joi.string().valid('undefined')).description('unix seconds, or undefined for never')
@@ -66,9 +71,9 @@ function serviceError (err: unknown): never {
     case 'bad_value': throw new ApiError(400, { code: CODE.wrongType, message: e.message })
     case 'bad_topic': throw new ApiError(400, { code: CODE.badTopic, message: e.message })
     case 'not_online': throw notOnline()
-    // SPEC §7.1 names the body; 409 Conflict: the plugin is already in the asked state
-    case 'already_started': throw new ApiError(409, { message: 'already_started' }, CODE.alreadyStarted)
-    case 'not_started': throw new ApiError(409, { message: 'not_started' }, CODE.alreadyStopped)
+    // SPEC §7.1: `{message: 'already_started'}` comes with a status above 500; 503: the plugin is not in a state for it
+    case 'already_started': throw new ApiError(PLUGIN_STATE_STATUS, { message: 'already_started' }, CODE.alreadyStarted)
+    case 'not_started': throw new ApiError(PLUGIN_STATE_STATUS, { message: 'not_started' }, CODE.alreadyStopped)
     // another node of the cluster did not answer in time
     case 'badrpc': throw new ApiError(502, { message: e.message }, CODE.badRpc)
     default: throw err
@@ -91,14 +96,41 @@ export async function everyNode (node: NodeView, method: Remote, ...args: unknow
   return await service(async () => await (node.cluster.all as (m: Remote, ...a: unknown[]) => Promise<Answer>)(method, ...args))
 }
 
-/** Every live node's answer as `{node, <field>: answer}` (EMQ X's cluster-wide form of plugins, listeners, configs …). */
-async function byNode (node: NodeView, method: Remote, field: string): Promise<Array<Record<string, unknown>>> {
-  return (await everyNode(node, method)).map((a) => ({ node: a.node, [field]: a.value }))
+/**
+ * A node that did not answer a cluster-wide listing within `cluster.rpc_timeout`
+ * (down and not yet known to be): listed in its place, so the live nodes'
+ * records still come back (README: "A node that does not answer").
+ */
+export interface NodeError { node: string, error: 'badrpc', message: string }
+
+export function isNodeError (value: unknown): value is NodeError {
+  return typeof value === 'object' && value !== null && (value as { error?: unknown }).error === 'badrpc' && typeof (value as { node?: unknown }).node === 'string'
 }
 
-/** The rows of every node, as one list. */
+/** Every live node's answer, in node order; a node that did not answer is a NodeError. */
+async function everyListing (node: NodeView, method: Remote, ...args: unknown[]): Promise<Array<NodeAnswer<unknown> | NodeError>> {
+  const outcomes = await service(async () => await (node.cluster.each as (m: Remote, ...a: unknown[]) => Promise<Array<NodeOutcome<unknown>>>)(method, ...args))
+  return outcomes.map((o) => {
+    if (o.ok) return { node: o.node, value: o.value }
+    if ((o.error as ServiceError).kind === 'badrpc') return { node: o.node, error: 'badrpc', message: o.error.message }
+    return serviceError(o.error)
+  })
+}
+
+/** Every live node's answer as `{node, <field>: answer}` (EMQ X's cluster-wide form of plugins, listeners, configs …). */
+async function byNode (node: NodeView, method: Remote, field: string): Promise<Array<Record<string, unknown>>> {
+  return (await everyListing(node, method)).map((a) => isNodeError(a) ? { ...a } : { node: a.node, [field]: a.value })
+}
+
+/** Every live node's answer object with its `node` (brokers, nodes, stats). */
+async function objectsByNode (node: NodeView, method: Remote, ...args: unknown[]): Promise<Array<Record<string, unknown>>> {
+  return (await everyListing(node, method, ...args)).map((a) => isNodeError(a) ? { ...a } : { node: a.node, ...(a.value as object) })
+}
+
+/** The rows of every node, as one list; a node that did not answer adds its NodeError at the end. */
 async function rows (node: NodeView, method: ListMethod, ...args: string[]): Promise<unknown[]> {
-  return await service(async () => await rowsOfAll(node.cluster, method, ...args))
+  const answers = await everyListing(node, method, ...args)
+  return [...answers.flatMap((a) => isNodeError(a) ? [] : a.value as unknown[]), ...answers.filter(isNodeError)]
 }
 
 /** The answer of the node named in the path. */
@@ -151,7 +183,7 @@ export const routes: readonly Route[] = [
   // --- brokers and nodes (§2.7, §2.8) ---
   {
     method: 'GET', path: '/brokers/', name: 'list_brokers', role: 'viewer', descr: 'A list of brokers in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'brokerInfo')).map((a) => ({ ...(a.value as object), node: a.node }))
+    handler: async (_req, { node }) => await objectsByNode(node, 'brokerInfo')
   },
   {
     method: 'GET', path: '/brokers/:node', name: 'lookup_broker', role: 'viewer', descr: 'Get broker info of a node',
@@ -159,7 +191,7 @@ export const routes: readonly Route[] = [
   },
   {
     method: 'GET', path: '/nodes/', name: 'list_nodes', role: 'viewer', descr: 'A list of nodes in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'nodeStats', true)).map((a) => ({ ...(a.value as object), node: a.node }))
+    handler: async (_req, { node }) => await objectsByNode(node, 'nodeStats', true)
   },
   {
     method: 'GET', path: '/nodes/:node', name: 'lookup_node', role: 'viewer', descr: 'Lookup a node in the cluster',
@@ -359,11 +391,11 @@ export const routes: readonly Route[] = [
   },
   {
     method: 'PUT', path: '/nodes/:node/plugin_configs/:plugin', name: 'update_plugin_configs', role: 'administrator', descr: 'Update the settings of a plugin (reloads it when active)',
-    validate: { payload: Joi.object().pattern(Joi.string(), Joi.string().allow('')).min(1).description('setting key → value') },
+    validate: { payload: Joi.object().pattern(Joi.string(), Joi.string().allow('', null)).min(1).description('setting key → value; null resets the key to its default') },
     handler: async ({ params, payload }, { node }) => {
       // this plugin reloading itself stops the server answering: answer first
       const reloadLater = params.plugin === 'broker_management' && params.node === node.name
-      await onNode(node, params.node, 'setPluginSettings', params.plugin, payload as Record<string, string>, { reloadLater })
+      await onNode(node, params.node, 'setPluginSettings', params.plugin, payload as Record<string, string | null>, { reloadLater })
       return OK
     }
   },
@@ -379,7 +411,7 @@ export const routes: readonly Route[] = [
   },
   {
     method: 'GET', path: '/stats/', name: 'list_stats', role: 'viewer', descr: 'A list of stats of all nodes in the cluster',
-    handler: async (_req, { node }) => (await everyNode(node, 'stats')).map((a) => ({ node: a.node, ...(a.value as object) }))
+    handler: async (_req, { node }) => await objectsByNode(node, 'stats')
   },
   {
     method: 'GET', path: '/nodes/:node/stats/', name: 'lookup_node_stats', role: 'viewer', descr: 'A list of stats of a node',

@@ -12,6 +12,8 @@ import { APIS, type Api, type ServerContext } from './apis.js'
 import { ApiError, CODE } from './errors.js'
 import { allows, forbidden, type Caller, type Role } from './roles.js'
 import { TooManyLogins } from './login-limit.js'
+import { allowedMethods } from './method-not-allowed.js'
+import { COOKIE_STRATEGY, cookieAuth } from './cookie-auth.js'
 import { statusRoutes } from './status.js'
 import type { ApiContext, Route } from './routes.js'
 
@@ -41,6 +43,7 @@ function answer (h: Hapi.ResponseToolkit, status: number, body: unknown): Hapi.R
 function refuse (h: Hapi.ResponseToolkit, api: Api, err: ApiError): Hapi.ResponseObject {
   const response = answer(h, err.status, api.failure(err))
   if (err instanceof TooManyLogins) return response.header('Retry-After', String(err.retryAfter))
+  if (err.allow !== undefined) response.header('Allow', err.allow.join(', '))
   return err.status === 401 ? response.header('WWW-Authenticate', `Basic realm="${REALM}"`) : response
 }
 
@@ -50,7 +53,11 @@ function refusalOf (boom: Boom, request: Hapi.Request, open: Set<string>): ApiEr
   if (status === 401 || (status === 400 && !request.auth.isAuthenticated && !open.has(request.route.path))) {
     return new ApiError(401, { message: 'unauthorized' }, CODE.wrongCredentials)
   }
-  if (status === 404) return new ApiError(404, { message: 'not found' })
+  if (status === 404) {
+    const allow = allowedMethods(request.server, request.path)
+    if (allow.length > 0) return Object.assign(new ApiError(405, { message: 'method not allowed' }), { allow })
+    return new ApiError(404, { message: 'not found' })
+  }
   if (status === 400 || status === 415) return new ApiError(400, { code: CODE.notJson, message: `request body is not JSON: ${boom.message}` })
   return new ApiError(status, { message: status >= 500 ? 'internal error' : boom.message })
 }
@@ -59,6 +66,8 @@ function refusalOf (boom: Boom, request: Hapi.Request, open: Set<string>): ApiEr
 export async function createServer (listen: { host: string, port: number }, context: ServerContext, logger: Logger, tls?: { cert: Buffer, key: Buffer }, apis: readonly Api[] = APIS): Promise<Hapi.Server> {
   const server = Hapi.server({ host: listen.host, port: listen.port, router: { stripTrailingSlash: true }, ...(tls === undefined ? {} : { tls }) })
   await server.register(Basic)
+  const cookies = context.cookies
+  if (cookies !== undefined) cookieAuth(server, cookies, apis.map((api) => api.base))
   for (const api of apis) {
     server.auth.strategy(api.strategy, 'basic', {
       unauthorizedAttributes: { realm: REALM },
@@ -77,7 +86,8 @@ export async function createServer (listen: { host: string, port: number }, cont
       }
     })
     const handlerContext: ApiContext = { ...context, routes: api.routes }
-    for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger))
+    const strategies = cookies === undefined ? [api.strategy] : [api.strategy, COOKIE_STRATEGY]
+    for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger, strategies))
   }
   // health for orchestrators, outside the APIs and without credentials (status.ts)
   server.route(statusRoutes(context.node))
@@ -110,7 +120,8 @@ function callerOf (request: Hapi.Request): Caller | undefined {
   return credentials?.user === undefined || credentials.role === undefined ? undefined : { id: credentials.user, role: credentials.role }
 }
 
-function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger): Hapi.ServerRoute {
+/** `strategies`: the API's credentials (Basic), then the session cookie when it is on. */
+function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger, strategies: string[]): Hapi.ServerRoute {
   const names = paramNames(route.path)
   const query = route.paged === true ? Joi.object(api.pagingQuery).concat(route.validate?.query ?? Joi.object()) : route.validate?.query
   const payload = route.validate?.payload
@@ -118,7 +129,7 @@ function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger)
     method: route.method,
     path: hapiPath(api.base, route.path),
     options: {
-      auth: route.auth === false ? false : api.strategy,
+      auth: route.auth === false ? false : { strategies },
       // parsed here (not by hapi's validate) so every failure becomes this API's own error body
       payload: route.method === 'GET' || route.method === 'DELETE' ? undefined : { parse: true, allow: 'application/json', failAction: 'error' }
     },

@@ -4,11 +4,17 @@ import Joi from 'joi'
 export interface ManagementConfig {
   /** `<port>` or `<address>:<port>` */
   'management.listener.http': string
+  /** reported in the listener listing (Node.js accepts on one event loop) */
+  'management.listener.http.acceptors': number
+  /** connections over this are dropped */
+  'management.listener.http.max_clients': number
   /** `<port>` or `<address>:<port>`; unset: no HTTPS listener */
   'management.listener.https'?: string
   /** PEM files of the HTTPS listener, relative to the install root */
   'management.listener.https.certfile': string
   'management.listener.https.keyfile': string
+  'management.listener.https.acceptors': number
+  'management.listener.https.max_clients': number
   'management.max_row_limit': number
   /** failed logins allowed per source address per minute, then 429; 0: no limit */
   'management.login_rate': number
@@ -20,9 +26,13 @@ export interface ManagementConfig {
 
 export const schema = Joi.object<ManagementConfig>({
   'management.listener.http': Joi.string().pattern(/^(?:\S+:)?\d{1,5}$/, '<port> or <address>:<port>').default('8080'),
+  'management.listener.http.acceptors': Joi.number().integer().min(1).default(2),
+  'management.listener.http.max_clients': Joi.number().integer().min(1).default(512),
   'management.listener.https': Joi.string().pattern(/^(?:\S+:)?\d{1,5}$/, '<port> or <address>:<port>'),
   'management.listener.https.certfile': Joi.string().min(1).default('etc/certs/cert.pem'),
   'management.listener.https.keyfile': Joi.string().min(1).default('etc/certs/key.pem'),
+  'management.listener.https.acceptors': Joi.number().integer().min(1).default(2),
+  'management.listener.https.max_clients': Joi.number().integer().min(1).default(512),
   'management.max_row_limit': Joi.number().integer().min(1).default(10000),
   'management.login_rate': Joi.number().integer().min(0).default(20),
   'management.default_application.id': Joi.string().min(1).default('admin'),

@@ -47,6 +47,7 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
     },
     publish: async (message) => { published.push(message) },
     commands: { add: (command) => { commands.set(command.name, command) }, added: commands },
+    listeners: { add: () => {} },
     alarms: {
       raise: (alarm) => !raised.has(alarm.id) && raised.set(alarm.id, alarm) !== undefined,
       clear: (id) => raised.delete(id)

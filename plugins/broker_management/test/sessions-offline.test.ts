@@ -36,7 +36,7 @@ t.test('a v3.1.1 clean=false client that went offline is listed with its queued 
   t.match(listed, {
     client_id: 'off-1', clean_start: false, subscriptions_count: 1, mqueue_len: 1, inflight_len: 0, created_at: 'undefined',
     expiry_interval: 7200, node, binding: 'local', username: 'undefined', max_inflight: 32, max_awaiting_rel: 100, max_mqueue: 1000, max_subscriptions: 0,
-    awaiting_rel_len: 0, deliver_msg: 0, enqueue_msg: 0, heap_size: 0, mailbox_len: 0, mqueue_dropped: 0, reductions: 0
+    awaiting_rel_len: 0, deliver_msg: 0, enqueue_msg: 1, mailbox_len: 1, mqueue_dropped: 0, reductions: 0
   })
   t.same(await lookup(), [listed])
   t.same((await api.call('GET', `/nodes/${node}/sessions/off-1`)).body, [listed])

@@ -69,12 +69,12 @@ t.test('PUT /nodes/:node/plugins/:name {active}: 110 when loaded, 111 when unloa
   const tpl = 'broker_plugin_template'
   const path = `/nodes/${node}/plugins/${tpl}`
   t.equal(api.broker.node.plugins.isActive(tpl), true)
-  t.match(await api.call('PUT', path, { body: { active: true } }), { status: 409, body: { code: 110, result: [], message: 'already_started' } })
+  t.match(await api.call('PUT', path, { body: { active: true } }), { status: 503, body: { code: 110, result: [], message: 'already_started' } })
   t.match(await api.call('PUT', path, { body: { active: false } }), NO_DATA)
   t.equal(api.broker.node.plugins.isActive(tpl), false)
   const listed = (await api.call('GET', `/nodes/${node}/plugins`)).body as { result: Array<{ name: string, active: boolean }> }
   t.equal(listed.result.find((p) => p.name === tpl)?.active, false)
-  t.match(await api.call('PUT', path, { body: { active: false } }), { status: 409, body: { code: 111, result: [], message: 'not_started' } })
+  t.match(await api.call('PUT', path, { body: { active: false } }), { status: 503, body: { code: 111, result: [], message: 'not_started' } })
   t.match(await api.call('PUT', path, { body: { active: true } }), NO_DATA)
   t.equal(api.broker.node.plugins.isActive(tpl), true)
   t.match(await api.call('PUT', path, { body: {} }), { status: 400, body: { code: 107 } })
@@ -87,7 +87,7 @@ t.test('configs: keyed by node, sys_interval in seconds; a PUT takes effect on t
   t.equal(all.code, 0)
   t.same(Object.keys(all.result), [node])
   t.same(all.result[node].find((c) => c.key === 'mqtt.allow_anonymous'), { key: 'mqtt.allow_anonymous', value: 'true', datatpye: 'enum', app: 'broker' })
-  t.same(all.result[node].find((c) => c.key === 'broker.sys_interval'), { key: 'broker.sys_interval', value: 60, datatpye: 'duration', app: 'broker' })
+  t.same(all.result[node].find((c) => c.key === 'mqtt.broker.sys_interval'), { key: 'mqtt.broker.sys_interval', value: 60, datatpye: 'integer, duration', app: 'broker' })
 
   t.match(await api.call('PUT', '/configs/broker', { body: { key: 'mqtt.allow_anonymous', value: 'false' } }), NO_DATA)
   const refused = mqtt.connect(api.mqttUrl, { reconnectPeriod: 0, clientId: 'v2-anon', protocolVersion: 5 })
@@ -101,7 +101,7 @@ t.test('configs: keyed by node, sys_interval in seconds; a PUT takes effect on t
 
   t.match(await api.call('PUT', '/configs/broker', { body: { key: 'broker.sys_interval', value: '30s' } }), NO_DATA)
   const after = (await api.call('GET', `/nodes/${node}/configs`)).body as { result: Array<Record<string, unknown>> }
-  t.equal(after.result.find((c) => c.key === 'broker.sys_interval')?.value, 30)
+  t.equal(after.result.find((c) => c.key === 'mqtt.broker.sys_interval')?.value, 30)
   t.match(await api.call('PUT', '/configs/broker', { body: { key: 'mqtt.allow_anonymous', value: 'maybe' } }), { status: 400, body: { code: 108, result: [] } })
   t.match(await api.call('PUT', '/configs/broker', { body: { key: 'mqtt.allow_anonymous' } }), { status: 400, body: { code: 107, result: [] } })
 })

@@ -1,0 +1,14 @@
+// A request whose path is served, but not for its method, is refused with
+// 405 Method Not Allowed and an `Allow` header naming the methods that are
+// (RFC 9110 §15.5.6), instead of hapi's 404.
+import type Hapi from '@hapi/hapi'
+
+const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
+
+/** The methods `server` answers at `path` (HEAD with GET, as hapi serves it); empty when none. */
+export function allowedMethods (server: Hapi.Server, path: string): string[] {
+  // the router strips a trailing slash; match does not
+  const routed = path.length > 1 ? path.replace(/\/$/, '') : path
+  const allowed: string[] = METHODS.filter((method) => server.match(method, routed) !== null)
+  return allowed.includes('GET') ? ['GET', 'HEAD', ...allowed.filter((m) => m !== 'GET')] : allowed
+}
