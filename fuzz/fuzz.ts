@@ -44,7 +44,8 @@ export async function fuzz (options: FuzzOptions): Promise<FuzzReport> {
 /** The summary `npm run fuzz` prints. */
 export function summary (report: FuzzReport, written: string[]): string {
   const counts = (c: Record<string, number>): string => Object.entries(c).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k} ${v}`).join(', ')
-  const distinct = [...new Map(report.findings.map((f) => [f.entry.signature, f])).values()]
+  const distinct = new Map<string, Finding<Entry>>()
+  for (const f of report.findings) if (!distinct.has(f.entry.signature)) distinct.set(f.entry.signature, f)
   return [
     `corpus: ${report.replay.length} entries replayed, ${report.replay.filter((r) => r.failure !== undefined).length} still fail`,
     `mqtt: ${report.mqtt.cases} cases in ${report.mqtt.batches} batches (max RSS ${report.mqtt.maxRssMiB.toFixed(0)} MiB)`,
@@ -52,8 +53,8 @@ export function summary (report: FuzzReport, written: string[]): string {
     `  by transport: ${counts(report.mqtt.byTransport)}; by version: ${counts(report.mqtt.byVersion)}; by kind: ${counts(report.mqtt.byKind)}`,
     `api: ${report.api.requests} requests in ${report.api.batches} batches over ${Object.keys(report.api.byRoute).length} routes (${report.api.skipped} skipped as harness-breaking)`,
     `  by status: ${counts(report.api.byStatus)}`,
-    `found: ${report.findings.length} failing cases, ${distinct.length} distinct (${distinct.filter((f) => f.isNew).length} new)`,
-    ...distinct.map((f) => `  ${f.isNew ? 'NEW  ' : 'known'} ${f.entry.signature}`),
+    `found: ${report.findings.length} failing cases, ${distinct.size} distinct (${[...distinct.values()].filter((f) => f.isNew).length} new)`,
+    ...[...distinct.values()].map((f) => `  ${f.isNew ? 'NEW  ' : 'known'} ${f.entry.signature}`),
     `new corpus entries written: ${written.length === 0 ? 'none' : written.join(', ')}`
   ].join('\n')
 }
