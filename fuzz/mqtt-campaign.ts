@@ -119,3 +119,42 @@ export async function replayMqtt (entries: MqttEntry[], rssLimitMiB: number): Pr
   }
   return verdicts
 }
+
+/** Splits a byte stream at the packets' fixed headers (the last one may be cut short). */
+export function framePackets (stream: Buffer): Buffer[] {
+  const out: Buffer[] = []
+  let at = 0
+  while (at < stream.length) {
+    let length = 0
+    let i = at + 1
+    for (let shift = 0; i < stream.length && shift < 28; shift += 7) {
+      length += (stream[i] & 0x7f) * 2 ** shift
+      if ((stream[i++] & 0x80) === 0) break
+    }
+    const end = Math.min(stream.length, i + length)
+    out.push(stream.subarray(at, end))
+    at = end
+  }
+  return out
+}
+
+/**
+ * Drops the packets of a one-connection culprit that the failure does not
+ * need (the same signature without them), each tried on a fresh process; the
+ * corpus keeps the short form.
+ */
+export async function minimize (connection: Connection, signature: string, rssLimitMiB: number): Promise<Connection> {
+  let packets = framePackets(Buffer.concat(connection.chunks))
+  for (let i = packets.length - 1; i >= 0 && packets.length > 1; i--) {
+    const without = [...packets.slice(0, i), ...packets.slice(i + 1)]
+    const target = await Target.start({ rssLimitMiB })
+    try {
+      await target.send({ transport: connection.transport, chunks: [Buffer.concat(without)] })
+      const verdict = await target.check()
+      if (!verdict.ok && verdict.signature === signature) packets = without
+    } finally {
+      await target.stop()
+    }
+  }
+  return { transport: connection.transport, chunks: [Buffer.concat(packets)] }
+}
