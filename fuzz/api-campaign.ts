@@ -7,7 +7,7 @@ import fc from 'fast-check'
 import { request as httpRequest } from 'node:http'
 import type { ApiEntry, ApiRequest } from './corpus.js'
 import { apiRequest, HARNESS_ID, spoilsHarness, type ApiWorld, type GeneratedRequest } from './api-requests.js'
-import type { CampaignOptions, Finding } from './mqtt-campaign.js'
+import { batchSeed, type CampaignOptions, type Finding } from './mqtt-campaign.js'
 import { inPool } from './pool.js'
 import { Target, type Verdict } from './target.js'
 
@@ -125,7 +125,7 @@ export async function apiCampaign (options: CampaignOptions): Promise<ApiReport>
   let { target, world } = await startTarget(options.rssLimitMiB)
   try {
     for (let batch = 0; Date.now() < options.until; batch++) {
-      const seed = options.seed + batch
+      const seed = batchSeed(options.seed, batch)
       const generated = fc.sample(apiRequest(world), { seed, numRuns: options.batchSize })
       const requests = generated.filter((g) => !spoilsHarness(g, world))
       report.skipped += generated.length - requests.length

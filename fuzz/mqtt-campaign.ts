@@ -35,6 +35,9 @@ export interface MqttReport {
 
 type Failed = Exclude<Verdict, { ok: true }>
 
+/** One batch's seed: distinct across the runs' seeds, so `--seed 7` is not `--seed 1` shifted by six batches. */
+export const batchSeed = (seed: number, batch: number): number => (seed * 100_003 + batch) % 2 ** 31
+
 const bump = (counts: Record<string, number>, key: string | number): void => { counts[key] = (counts[key] ?? 0) + 1 }
 
 function entryOf (connections: Connection[], verdict: Failed, seed: number): MqttEntry {
@@ -68,7 +71,7 @@ export async function mqttCampaign (options: CampaignOptions): Promise<MqttRepor
   let target = await Target.start({ rssLimitMiB: options.rssLimitMiB })
   try {
     for (let batch = 0; Date.now() < options.until; batch++) {
-      const seed = options.seed + batch
+      const seed = batchSeed(options.seed, batch)
       const cases = fc.sample(mqttCase, { seed, numRuns: options.batchSize })
       await inPool(cases, options.concurrency, async (c) => await target.send(c.connection))
       for (const c of cases) {
