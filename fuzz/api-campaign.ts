@@ -110,7 +110,7 @@ async function triage (batch: GeneratedRequest[], first: Exclude<Verdict, { ok: 
   } finally {
     await target.stop()
   }
-  if (culprits.length === 0 && batch.length > 0) culprits.push({ g: batch[0], p: { ...first, signature: `${first.signature} (only with the whole batch)` } })
+  if (culprits.length === 0 && batch.length > 0) culprits.push({ g: batch[0], p: { ...first, detail: `only with the whole batch (not one request alone; the first is kept); ${first.detail}` } })
   return culprits
 }
 

@@ -62,7 +62,8 @@ async function triage (connections: Connection[], first: Failed, rssLimitMiB: nu
   } finally {
     await target.stop()
   }
-  if (culprits.length === 0) culprits.push({ connections, verdict: { ...first, signature: `${first.signature} (only with the whole batch)` } })
+  // same signature, so a bug already known is not written again as a whole batch
+  if (culprits.length === 0) culprits.push({ connections, verdict: { ...first, detail: `only with the whole batch (not one case alone); ${first.detail}` } })
   return culprits
 }
 
