@@ -114,7 +114,8 @@ t.test('stand-in: injection through the user name does not widen the match', asy
   users().push({ username: 'admin', password: digest('sha256', 'adminpw'), is_superuser: true })
   const broker = await node(t)
   standin.seen.length = 0
-  const attempts = ['{"$ne": null}', 'x, username=admin', 'admin\u0000', '{"$gt": ""}', 'x,username=admin']
+  // (a user name holding U+0000 never reaches the plugin: the broker closes such a CONNECT, test/40)
+  const attempts = ['{"$ne": null}', 'x, username=admin', '{"$gt": ""}', 'x,username=admin']
   for (const [i, username] of attempts.entries()) {
     t.equal(await connack(broker, { clientId: `inj-${i}`, username, password: 'adminpw' }), 5, `${JSON.stringify(username)}: no such user (ignored, then refused)`)
   }
