@@ -34,7 +34,7 @@ t.test('down at start: refused as server unavailable, alarm; recovers when it st
   t.teardown(() => broker.stop())
   t.equal(await connackCode(broker.port(), { protocolVersion: 5, username: 'alice', password: 'alice-pw' }), 0x88, 'MQTT 5: 0x88')
   t.equal(await connackCode(broker.port(), { protocolVersion: 4, username: 'alice', password: 'alice-pw' }), 3, 'MQTT 3.1.1: 3')
-  t.equal(await connackCode(broker.port(), { protocolVersion: 3, username: 'alice', password: 'alice-pw' }), 3, 'MQTT 3.1: 3')
+  t.equal(await connackCode(broker.port(), { protocolVersion: 3, protocolId: 'MQIsdp', username: 'alice', password: 'alice-pw' }), 3, 'MQTT 3.1: 3')
   t.ok(alarmed(broker), 'alarm raised')
   t.equal((await broker.node.plugins.list()).find((p) => p.name === 'broker_auth_redis')?.active, true, 'the plugin is loaded, the node up')
 
