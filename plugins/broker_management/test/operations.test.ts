@@ -35,8 +35,8 @@ t.test('configs: listed in §2.14 shape; a PUT takes effect on the next client',
   t.equal(all.length, 1)
   t.equal(all[0].node, api.broker.node.name)
   const anon = all[0].config.find((c) => c.key === 'mqtt.allow_anonymous')
-  t.same(anon, { key: 'mqtt.allow_anonymous', value: 'true', datatpye: 'enum', app: 'broker' })
-  for (const item of all[0].config) t.same(Object.keys(item).sort(), ['app', 'datatpye', 'key', 'value'])
+  t.same(anon, { key: 'mqtt.allow_anonymous', value: 'true', datatpye: 'enum', app: 'broker', kind: 'live' })
+  for (const item of all[0].config) t.same(Object.keys(item).sort(), ['app', 'datatpye', 'key', 'kind', 'value'])
 
   t.equal((await api.call('PUT', '/configs/broker', { body: { key: 'mqtt.allow_anonymous', value: 'false' } })).body, 'ok')
   const refused = mqtt.connect(api.mqttUrl, { reconnectPeriod: 0, clientId: 'anon-1', protocolVersion: 5 })

@@ -7,6 +7,7 @@ import { routesV2 } from '../routes-v2.js'
 import { createServer } from '../server.js'
 import { withCluster } from './fake-node.js'
 import { startV2Node } from './v2-api.js'
+import { LoginLimit } from '../login-limit.js'
 
 const api = await startV2Node()
 t.teardown(async () => await api.stop())
@@ -71,6 +72,7 @@ t.test('a throwing node service method → 500 {code: 102}; the next request is 
     node: withCluster({ name: 'fake@host', connections: () => { calls++; throw new Error('the store is on fire') }, statsV2: () => ({ 'clients/count': 0 }) }),
     apps: {},
     users: { verify: async (user: string, password: string) => user === 'admin' && password === 'public', get: async () => ({ username: 'admin', tags: 'administrator' }) },
+    logins: new LoginLimit(0),
     maxRowLimit: 100
   } as unknown as ServerContext
   const server = await createServer({ host: '127.0.0.1', port: 0 }, context, pino({ level: 'silent' }))

@@ -86,8 +86,8 @@ t.test('configs: keyed by node, sys_interval in seconds; a PUT takes effect on t
   const all = (await api.call('GET', '/configs')).body as { code: number, result: Record<string, Array<Record<string, unknown>>> }
   t.equal(all.code, 0)
   t.same(Object.keys(all.result), [node])
-  t.same(all.result[node].find((c) => c.key === 'mqtt.allow_anonymous'), { key: 'mqtt.allow_anonymous', value: 'true', datatpye: 'enum', app: 'broker' })
-  t.same(all.result[node].find((c) => c.key === 'mqtt.broker.sys_interval'), { key: 'mqtt.broker.sys_interval', value: 60, datatpye: 'integer, duration', app: 'broker' })
+  t.same(all.result[node].find((c) => c.key === 'mqtt.allow_anonymous'), { key: 'mqtt.allow_anonymous', value: 'true', datatpye: 'enum', app: 'broker', kind: 'live' })
+  t.same(all.result[node].find((c) => c.key === 'mqtt.broker.sys_interval'), { key: 'mqtt.broker.sys_interval', value: 60, datatpye: 'integer, duration', app: 'broker', kind: 'live' })
 
   t.match(await api.call('PUT', '/configs/broker', { body: { key: 'mqtt.allow_anonymous', value: 'false' } }), NO_DATA)
   const refused = mqtt.connect(api.mqttUrl, { reconnectPeriod: 0, clientId: 'v2-anon', protocolVersion: 5 })
