@@ -27,9 +27,9 @@ t.test('#6 config: mqtt.broker.sys_interval (alias broker.sys_interval), integer
   const listing = async (): Promise<Item[]> => ((await api.call('GET', '/configs/')).body as Array<{ config: Item[] }>)[0].config
   const item = async (key: string): Promise<Item | undefined> => (await listing()).find((i) => i.key === key)
 
-  t.same(await item('mqtt.broker.sys_interval'), { key: 'mqtt.broker.sys_interval', value: '1h', datatpye: 'integer, duration', app: 'broker' })
+  t.same(await item('mqtt.broker.sys_interval'), { key: 'mqtt.broker.sys_interval', value: '1h', datatpye: 'integer, duration', app: 'broker', kind: 'live' })
   t.equal(await item('broker.sys_interval'), undefined, 'listed under the SPEC name only')
-  t.same(await item('retainer.max_payload_size'), { key: 'retainer.max_payload_size', value: '1048576', datatpye: 'bytesize', app: 'broker_retainer' })
+  t.same(await item('retainer.max_payload_size'), { key: 'retainer.max_payload_size', value: '1048576', datatpye: 'bytesize', app: 'broker_retainer', kind: 'live' })
 
   // the SPEC name changes it at run time: $SYS statistics come every second
   const local = await connect(api.mqttUrl, { clientId: 'sys-watcher' })
