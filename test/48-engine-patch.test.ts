@@ -48,6 +48,6 @@ t.test('an engine without the patches is refused, naming what is missing', async
   const result = await run(process.execPath, [join(copy.root, 'bin', 'broker'), '-d', dataDir, '-s', 'listener.tcp.external=127.0.0.1:0',
     '-s', 'listener.ssl.external=off', '-s', 'listener.ws.external=off', '-s', 'listener.wss.external=off'], copy.root)
   t.equal(result.code, 1, 'bin/broker exits 1')
-  t.match(result.stderr, /broker: cannot start: the Aedes engine at .* lacks the patches 001-broker-base/)
+  t.match(result.stderr, /broker: cannot start: the Aedes engine at .* lacks the patches 001-null-prototype-maps, 002-inbound-qos2-limit/)
 })
 

@@ -91,7 +91,7 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
       return forwarded
     },
 
-    // the engine applies it to each SUBSCRIBE's filters in turn (Aedes patch 040)
+    // the engine applies it to each SUBSCRIBE's filters in turn (Aedes patch 140)
     subscriptionQuota: () => config.get('zone.external.max_subscriptions'),
 
     mapUnsubscribe (client, topic) {
