@@ -188,7 +188,7 @@ export class BrokerNode {
       // the service is given to the plugins, and the listeners open after the plugins boot: both are read late
       const late: { plugins?: PluginHost, listeners: Listener[] } = { listeners: [] }
       const drain = new Drain({ engine, lifecycle, listeners: () => late.listeners, logger, serverReference: () => clustering?.serverReference() })
-      const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners, lifecycle, storeAvailable: backend.available, drain })
+      const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => restored.restoredExpiryInterval(clientId) })
       const tracer = new Tracer(engine, logger)
       clustering = await joinCluster({ config, backend, service, shared, engineId: engine.id, logger })
       service.cluster = clustering.cluster

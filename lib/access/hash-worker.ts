@@ -1,4 +1,4 @@
-// The slow password functions (pbkdf2, bcrypt) run here, on worker threads
+// The slow password functions (pbkdf2, PBKDF2-HMAC-MD4, bcrypt) run here, on worker threads
 // of their own, one job at a time per thread. Not on the event loop: bcryptjs'
 // async API still computes on the main thread, in slices of up to 100 ms. And
 // not on libuv's pool (crypto.pbkdf2): LevelDB and the file system queue
@@ -8,9 +8,11 @@
 import { availableParallelism } from 'node:os'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
+import { md4ThreadSource } from './md4.js'
 
 type Job =
   | { op: 'pbkdf2', password: string | Uint8Array, salt: string | Uint8Array, iterations: number, keylen: number, digest: string }
+  | { op: 'pbkdf2_md4', password: string | Uint8Array, salt: string | Uint8Array, iterations: number, keylen: number }
   | { op: 'bcrypt_hash', password: string, salt: string }
   | { op: 'bcrypt_compare', password: string, hash: string }
 
@@ -19,10 +21,12 @@ const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads')
 const { pbkdf2Sync } = require('node:crypto')
 const bcrypt = require(workerData.bcryptjs)
+${md4ThreadSource()}
 parentPort.on('message', ({ id, job }) => {
   try {
     let value
     if (job.op === 'pbkdf2') value = pbkdf2Sync(job.password, job.salt, job.iterations, job.keylen, job.digest)
+    else if (job.op === 'pbkdf2_md4') value = pbkdf2Md4Sync(job.password, job.salt, job.iterations, job.keylen)
     else if (job.op === 'bcrypt_hash') value = bcrypt.hashSync(job.password, job.salt)
     else value = bcrypt.compareSync(job.password, job.hash)
     parentPort.postMessage({ id, value })
@@ -91,10 +95,20 @@ async function run (job: Job): Promise<unknown> {
   return await thread().run(nextId++, job)
 }
 
+/** A derived key as the thread sent it (a Uint8Array once it crossed over) as a Buffer. */
+async function derivedKey (job: Job): Promise<Buffer> {
+  const key = await run(job) as Uint8Array
+  return Buffer.from(key.buffer, key.byteOffset, key.byteLength)
+}
+
 /** crypto.pbkdf2, on a hashing thread. */
 export async function pbkdf2 (password: string | Uint8Array, salt: string | Uint8Array, iterations: number, keylen: number, digest: string): Promise<Buffer> {
-  const key = await run({ op: 'pbkdf2', password, salt, iterations, keylen, digest }) as Uint8Array
-  return Buffer.from(key.buffer, key.byteOffset, key.byteLength)
+  return await derivedKey({ op: 'pbkdf2', password, salt, iterations, keylen, digest })
+}
+
+/** PBKDF2-HMAC-MD4 (./md4.ts, pure JS: OpenSSL 3 has no MD4), on a hashing thread. */
+export async function pbkdf2Md4 (password: string | Uint8Array, salt: string | Uint8Array, iterations: number, keylen: number): Promise<Buffer> {
+  return await derivedKey({ op: 'pbkdf2_md4', password, salt, iterations, keylen })
 }
 
 /** bcryptjs' hash with a given salt (`$2a$10$…`), on a hashing thread. */

@@ -2,7 +2,10 @@
 // `pbkdf2,md4,…`: OpenSSL 3 moved MD4 to its legacy provider, so Node.js
 // cannot compute it. MD4 is broken as a hash; it is here only to check
 // passwords that were already stored that way. Checked against the RFC 1320
-// test vectors (test/unit/md4.test.ts).
+// test vectors (test/47-spec-details.test.ts). PBKDF2-HMAC-MD4 is pure JS
+// and slow: it runs on the hashing threads (hash-worker.ts `pbkdf2Md4`),
+// which get these functions' text (`md4ThreadSource`) — keep them top-level
+// functions using nothing but each other, BLOCK and Buffer.
 
 const BLOCK = 64
 
@@ -72,11 +75,8 @@ function hmacMd4 (key: Uint8Array): (message: Uint8Array) => Buffer {
   return (message) => md4(Buffer.concat([outer, md4(Buffer.concat([inner, message]))]))
 }
 
-/** Iterations done between yields to the event loop, so a long derivation does not stall other clients. */
-const ITERATIONS_PER_TURN = 2000
-
-/** PBKDF2 (RFC 8018 §5.2) with HMAC-MD4: `dklen` bytes. */
-export async function pbkdf2Md4 (password: string | Uint8Array, salt: string | Uint8Array, iterations: number, dklen: number): Promise<Buffer> {
+/** PBKDF2 (RFC 8018 §5.2) with HMAC-MD4: `dklen` bytes. Synchronous: call it on a hashing thread. */
+export function pbkdf2Md4Sync (password: string | Uint8Array, salt: string | Uint8Array, iterations: number, dklen: number): Buffer {
   const prf = hmacMd4(typeof password === 'string' ? Buffer.from(password, 'utf8') : password)
   const saltBytes = typeof salt === 'string' ? Buffer.from(salt, 'utf8') : Buffer.from(salt)
   const blocks: Buffer[] = []
@@ -88,9 +88,13 @@ export async function pbkdf2Md4 (password: string | Uint8Array, salt: string | U
     for (let i = 1; i < iterations; i++) {
       u = prf(u)
       for (let j = 0; j < 16; j++) t[j] ^= u[j]
-      if (i % ITERATIONS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve))
     }
     blocks.push(t)
   }
   return Buffer.concat(blocks).subarray(0, dklen)
+}
+
+/** Script text defining `pbkdf2Md4Sync` (and what it uses), for a thread that cannot import this module. */
+export function md4ThreadSource (): string {
+  return [`const BLOCK = ${BLOCK};`, rotl, md4, hmacMd4, pbkdf2Md4Sync].map(String).join('\n')
 }

@@ -11,8 +11,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import bcrypt from 'bcryptjs';
-import { bcryptCompare, bcryptHash, pbkdf2 } from './hash-worker.js';
-import { pbkdf2Md4 } from './md4.js';
+import { bcryptCompare, bcryptHash, pbkdf2, pbkdf2Md4 } from './hash-worker.js';
 
 /** Hash algorithms understood by EMQ X 3.x auth plugins. */
 export type HashAlgorithm = 'plain' | 'md5' | 'sha' | 'sha256' | 'sha512' | 'pbkdf2' | 'bcrypt';

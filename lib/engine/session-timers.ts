@@ -12,7 +12,8 @@ import type { TimerOwnership } from '../cluster/timer-ownership.js'
 type Kind = 'session' | 'will'
 /** The longest delay setTimeout keeps. */
 const MAX_TIMER_MS = 2 ** 31 - 1
-interface TimerRecord { firesAt: number, will?: Record<string, unknown>, owner?: string }
+/** `interval`: the seconds from arming to firing (a session's expiry interval as its client asked, clamped), so a restarted node can tell it */
+interface TimerRecord { firesAt: number, interval?: number, will?: Record<string, unknown>, owner?: string }
 interface SessionPersistence {
   cleanSubscriptions: (client: { id: string }) => Promise<void>
   delWill: (client: { id: string }) => Promise<unknown>
@@ -28,6 +29,8 @@ const reviveBuffers = (_key: string, value: unknown): unknown =>
 export class SessionTimers {
   readonly #store: TextStore
   readonly #restored = new Map<string, NodeJS.Timeout>()
+  /** the expiry interval (seconds) of each restored session timer still armed */
+  readonly #restoredIntervals = new Map<string, number>()
   /** writes in flight, so a restart can wait for them */
   #pending: Promise<unknown> = Promise.resolve()
 
@@ -45,7 +48,9 @@ export class SessionTimers {
   }
 
   armed (kind: Kind, clientId: string, firesAt: number, will?: object): void {
-    const record: TimerRecord = { firesAt, will: will === undefined ? undefined : { ...will }, owner: this.ownership?.node }
+    // armed the moment the timer starts: what is left is the whole interval
+    const interval = Math.max(0, Math.round((firesAt - Date.now()) / 1000))
+    const record: TimerRecord = { firesAt, interval, will: will === undefined ? undefined : { ...will }, owner: this.ownership?.node }
     this.#write(this.#store.put(`${kind}:${clientId}`, JSON.stringify(record)))
   }
 
@@ -107,8 +112,10 @@ export class SessionTimers {
     const fire = kind === 'session'
       ? async () => await this.#wipe(clientId, persistence, this.#onSessionWiped)
       : async () => await this.#publishWill(engine, record.will)
+    if (kind === 'session' && typeof record.interval === 'number') this.#restoredIntervals.set(clientId, record.interval)
     const run = (): void => {
       this.#restored.delete(key)
+      if (kind === 'session') this.#restoredIntervals.delete(clientId)
       const owned = this.claim === undefined ? Promise.resolve(true) : this.claim(kind, clientId)
       owned.then(async (mine) => {
         if (!mine) return
@@ -127,6 +134,11 @@ export class SessionTimers {
     this.#restored.set(key, setTimeout(() => firesAt <= Date.now() ? run() : this.#arm(key, firesAt, run), wait).unref())
   }
 
+  /** The expiry interval (seconds) of an offline session whose timer was restored from the store; undefined when none is. */
+  restoredExpiryInterval (clientId: string): number | undefined {
+    return this.#restoredIntervals.get(clientId)
+  }
+
   /** Persistent sessions restored from the store at start, offline still: their expiry timer has neither fired nor been cancelled. */
   restoredSessions (): number {
     let count = 0
@@ -137,6 +149,7 @@ export class SessionTimers {
   async stop (): Promise<void> {
     for (const timer of this.#restored.values()) clearTimeout(timer)
     this.#restored.clear()
+    this.#restoredIntervals.clear()
     await this.#pending
   }
 
@@ -146,6 +159,7 @@ export class SessionTimers {
     if (timer === undefined) return
     clearTimeout(timer)
     this.#restored.delete(key)
+    if (kind === 'session') this.#restoredIntervals.delete(clientId)
     this.cleared(kind, clientId)
   }
 

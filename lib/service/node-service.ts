@@ -141,6 +141,8 @@ export interface NodeServiceParts {
   /** the store can be used: LevelDB open (`db.status`), and in cluster mode Redis ready (the backend's `available`) */
   storeAvailable: () => boolean
   drain: Drain
+  /** the expiry interval (seconds) stored with an offline session's restored timer (lib/engine/session-timers.ts) */
+  restoredExpiryInterval: (clientId: string) => number | undefined
 }
 
 /** The node service as plugins see it (`ctx.node`). */
@@ -593,8 +595,8 @@ export class NodeService {
   /**
    * A persistent session whose client is offline, from the store: its stored subscriptions and queued messages.
    * What only a live session knows is not kept: `created_at` "undefined", `username` "undefined". The message
-   * counters and `expiry_interval` (the client's own) are those seen since this node started; a session
-   * restored from the store at start shows the zone's expiry and counts from then on.
+   * counters are those seen since this node started. `expiry_interval` is the client's own: seen when it left,
+   * or stored with its expiry timer when the session was restored at start (the zone's when neither).
    */
   async #offlineSession (clientId: string): Promise<SessionRecord | undefined> {
     const { config, persistence, queues, observability } = this.parts
@@ -609,7 +611,7 @@ export class NodeService {
       created_at: 'undefined',
       deliver_msg: counts.delivered,
       enqueue_msg: counts.enqueued,
-      expiry_interval: this.#offlineExpiry.get(clientId) ?? Math.round(config.get('zone.external.session_expiry_interval') / 1000),
+      expiry_interval: this.#offlineExpiry.get(clientId) ?? this.parts.restoredExpiryInterval(clientId) ?? Math.round(config.get('zone.external.session_expiry_interval') / 1000),
       // the engine holds an offline session's subscriptions in memory; its queue is in the store
       heap_size: sessionHeapEstimate(subscriptions.map((s) => s.topic), 0),
       inflight_len: 0,

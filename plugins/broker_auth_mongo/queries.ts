@@ -6,7 +6,7 @@
 import { BSON, type Db, type Document } from 'mongodb'
 import type { StoredUser } from '../../lib/access/backend/handlers.js'
 import type { QueryValues } from '../../lib/access/backend/placeholders.js'
-import { anySelectorFilter, selectorFilter, type Selector } from './selector.js'
+import { anySelectorFilter, selectorFilter, userNameField, type Selector } from './selector.js'
 
 export interface AuthQuery {
   collection: string
@@ -38,16 +38,24 @@ function projection (fields: readonly string[]): Document {
   return Object.fromEntries(fields.map((f) => [f, 1]))
 }
 
-/** The stored password (and salt); `password` is '' when the document has no password field (it never matches). */
+/**
+ * The stored password (and salt); `password` is '' when the document has no password field (it never matches).
+ * The selector's `%u` field as stored is the user name (a collection with a case-insensitive collation finds
+ * `alice` for `ALICE`: the client is then known as `alice`).
+ */
 export async function findUser (db: Db, query: AuthQuery, values: QueryValues): Promise<StoredUser | undefined> {
   const filter = selectorFilter(query.selector, values)
   if (filter === undefined) return undefined
-  const doc = await db.collection(query.collection).findOne(filter, { projection: projection(query.fields) })
+  const nameField = userNameField(query.selector)
+  const fields = nameField === undefined ? query.fields : [...query.fields, nameField]
+  const doc = await db.collection(query.collection).findOne(filter, { projection: projection(fields) })
   if (doc === null) return undefined
   const [passwordField, saltField] = query.fields
   const user: StoredUser = { password: textOf(doc[passwordField!]) ?? '' }
   const salt = saltField === undefined ? undefined : textOf(doc[saltField])
   if (salt !== undefined) user.salt = salt
+  const storedName = nameField === undefined ? undefined : doc[nameField]
+  if (typeof storedName === 'string' && storedName !== '') user.username = storedName
   return user
 }
 

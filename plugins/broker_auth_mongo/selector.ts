@@ -52,3 +52,12 @@ export function anySelectorFilter (selectors: readonly Selector[], values: Query
   if (filters.length === 0) return undefined
   return filters.length === 1 ? filters[0] : { $or: filters }
 }
+
+/**
+ * The field whose value is exactly `%u` (`username=%u`): the matched
+ * document's value of it is the user name as stored. Undefined when no field
+ * is (`name=user-%u` stores something else than the user name).
+ */
+export function userNameField (selector: Selector): string | undefined {
+  return selector.find(({ value }) => value.length === 1 && 'placeholder' in value[0]! && value[0].placeholder === '%u')?.field
+}

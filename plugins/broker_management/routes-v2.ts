@@ -7,7 +7,7 @@ import Joi from 'joi'
 import type { ConfigRecord, ConnectionRecord, ListenerRecord, SessionRecord, SubscriptionRecord } from '../../lib/service/node-service.js'
 import type { BrokerInfo } from '../../lib/sys/node-info.js'
 import { clientV2, configV2, listenerV2, monitoringV2, nodeInfoV2, sessionV2, subscriptionV2 } from './records-v2.js'
-import { everyNode, isNodeError, onNode, routes as v3Routes, type Method, type Route, type RouteRequest } from './routes.js'
+import { everyListing, isNodeError, onNode, routes as v3Routes, type Method, type NodeError, type Route, type RouteRequest } from './routes.js'
 
 /** The v3 row `name` (and `path`, where v3 has two rows of that name); a missing one fails at import. */
 function v3 (name: string, path?: string): Route {
@@ -37,10 +37,18 @@ function objects<T> (f: (record: T) => unknown = same): (value: unknown) => { ob
   return (value) => ({ objects: each(f)(value) })
 }
 
+/** A node that did not answer, as its value in an object keyed by node name (README: "A node that does not answer"). */
+const errorValue = ({ error, message }: NodeError): { error: string, message: string } => ({ error, message })
+
 /** `[{node, <field>}]` (v3's cluster form) → `{<node>: <field> through f}`. */
 function byNode<T> (field: string, f: (record: T) => unknown): (value: unknown) => Record<string, unknown> {
   return (value) => Object.fromEntries((value as Array<Record<string, T[]> & { node: string }>).map((row) =>
-    [row.node, isNodeError(row) ? { error: row.error, message: row.message } : row[field].map(f)]))
+    [row.node, isNodeError(row) ? errorValue(row) : row[field].map(f)]))
+}
+
+/** Every live node's answer to `method` as `[node, answer]`; a node that did not answer has its error value. */
+async function keyedByNode (node: Parameters<typeof everyListing>[0], method: 'metricsV2' | 'statsV2'): Promise<Array<[string, unknown]>> {
+  return (await everyListing(node, method)).map((a) => [a.node, isNodeError(a) ? errorValue(a) : a.value])
 }
 
 /** `'GET /path'`: the v2 row doing what the v3 row `source` does. */
@@ -121,7 +129,7 @@ export const routesV2: readonly Route[] = [
   // --- metrics and statistics (§2.11, §2.12, v2 keys) ---
   {
     method: 'GET', path: '/monitoring/metrics/', name: 'list_all_metrics', role: 'viewer', descr: 'The metrics of every node, keyed by node name',
-    handler: async (_req, { node }) => Object.fromEntries((await everyNode(node, 'metricsV2')).map((a) => [a.node, a.value]))
+    handler: async (_req, { node }) => Object.fromEntries(await keyedByNode(node, 'metricsV2'))
   },
   {
     method: 'GET', path: '/monitoring/metrics/:node', name: 'list_node_metrics', role: 'viewer', descr: 'The metrics of a node',
@@ -129,7 +137,7 @@ export const routesV2: readonly Route[] = [
   },
   {
     method: 'GET', path: '/monitoring/stats', name: 'list_stats', role: 'viewer', descr: 'The statistics of every node: a list of objects keyed by node name',
-    handler: async (_req, { node }) => (await everyNode(node, 'statsV2')).map((a) => ({ [a.node]: a.value }))
+    handler: async (_req, { node }) => (await keyedByNode(node, 'statsV2')).map(([name, value]) => ({ [name]: value }))
   },
   {
     method: 'GET', path: '/monitoring/stats/:node', name: 'lookup_node_stats', role: 'viewer', descr: 'The statistics of a node',

@@ -92,7 +92,7 @@ type Remote = RemoteMethod
 type Answer = Array<{ node: string, value: unknown }>
 
 /** Every live node's answer, in node order. */
-export async function everyNode (node: NodeView, method: Remote, ...args: unknown[]): Promise<Answer> {
+async function everyNode (node: NodeView, method: Remote, ...args: unknown[]): Promise<Answer> {
   return await service(async () => await (node.cluster.all as (m: Remote, ...a: unknown[]) => Promise<Answer>)(method, ...args))
 }
 
@@ -108,7 +108,7 @@ export function isNodeError (value: unknown): value is NodeError {
 }
 
 /** Every live node's answer, in node order; a node that did not answer is a NodeError. */
-async function everyListing (node: NodeView, method: Remote, ...args: unknown[]): Promise<Array<NodeAnswer<unknown> | NodeError>> {
+export async function everyListing (node: NodeView, method: Remote, ...args: unknown[]): Promise<Array<NodeAnswer<unknown> | NodeError>> {
   const outcomes = await service(async () => await (node.cluster.each as (m: Remote, ...a: unknown[]) => Promise<Array<NodeOutcome<unknown>>>)(method, ...args))
   return outcomes.map((o) => {
     if (o.ok) return { node: o.node, value: o.value }

@@ -3,7 +3,8 @@
 // run the real `mongodb` driver against this small TCP server: OP_MSG (and the
 // legacy OP_QUERY handshake), hello/isMaster, ping, buildInfo, endSessions,
 // SCRAM-SHA-256 saslStart/saslContinue, `find` with equality/$in/$or/$and
-// filters over in-memory collections (one batch, cursor id 0), killCursors;
+// filters over in-memory collections (one batch, cursor id 0; a collection's
+// default collation or the command's may make it case-insensitive), killCursors;
 // any other command is CommandNotFound (59). It can stop, be killed (sockets
 // destroyed), restart on the same port, and answer chosen commands late.
 import { once } from 'node:events'
@@ -11,10 +12,12 @@ import { createServer, type Server, type Socket } from 'node:net'
 import type { Document } from 'mongodb'
 import { Authentication, type StandinUser } from './mongo-standin/auth.js'
 import { answer, commandName, type ServerState, type Topology } from './mongo-standin/commands.js'
+import type { Collation } from './mongo-standin/match.js'
 import { encodeReply, MessageReader, parseRequest } from './mongo-standin/wire.js'
 
 export type { StandinUser } from './mongo-standin/auth.js'
 export type { Topology } from './mongo-standin/commands.js'
+export type { Collation } from './mongo-standin/match.js'
 
 export interface MongoStandinOptions {
   /** standalone (default), a replica-set primary (`{kind: 'rs', setName}`) or a mongos */
@@ -54,7 +57,7 @@ export class MongoStandin {
     for (const [db, collections] of Object.entries(options.data ?? {})) {
       data.set(db, new Map(Object.entries(collections).map(([name, docs]) => [name, [...docs]])))
     }
-    this.#state = { host: '', topology: options.topology ?? { kind: 'standalone' }, data, authRequired: this.#users.length > 0 }
+    this.#state = { host: '', topology: options.topology ?? { kind: 'standalone' }, data, collations: new Map(), authRequired: this.#users.length > 0 }
   }
 
   static async start (options: MongoStandinOptions = {}): Promise<MongoStandin> {
@@ -80,6 +83,11 @@ export class MongoStandin {
     const docs = collections.get(name) ?? []
     collections.set(name, docs)
     return docs
+  }
+
+  /** Gives a collection a default collation, as `db.createCollection(name, {collation})` does on a mongod. */
+  collate (db: string, name: string, collation: Collation): void {
+    this.#state.collations.set(`${db}.${name}`, collation)
   }
 
   /** Answer these commands (lower case; default `find`) `ms` late; `slow(0)` ends it. */

@@ -2,7 +2,7 @@
 // (CommandNotFound), as a real mongod answers an unknown command.
 import { BSON, type Document } from 'mongodb'
 import type { Authentication } from './auth.js'
-import { BadQuery, matches, project } from './match.js'
+import { BadQuery, matches, project, stringsEqual, type Collation } from './match.js'
 
 /** How the stand-in presents itself in `hello`: a standalone mongod, a replica-set primary or a mongos. */
 export type Topology = { kind: 'standalone' } | { kind: 'rs', setName: string } | { kind: 'mongos' }
@@ -13,6 +13,8 @@ export interface ServerState {
   topology: Topology
   /** db → collection → documents */
   data: Map<string, Map<string, Document[]>>
+  /** `db.collection` → its default collation (as `create` with `collation` sets it) */
+  collations: Map<string, Collation>
   /** true when users exist: data commands need an authenticated connection */
   authRequired: boolean
 }
@@ -60,9 +62,10 @@ function find (server: ServerState, db: string, command: Document): Document {
   const collection = String(command.find)
   const filter = (command.filter ?? {}) as Document
   const docs = server.data.get(db)?.get(collection) ?? []
+  const eq = stringsEqual((command.collation as Collation | undefined) ?? server.collations.get(`${db}.${collection}`))
   let found: Document[]
   try {
-    found = docs.filter((doc) => matches(doc, filter))
+    found = docs.filter((doc) => matches(doc, filter, eq))
   } catch (err) {
     if (err instanceof BadQuery) return { ok: 0, errmsg: err.message, code: 2, codeName: 'BadValue' }
     throw err

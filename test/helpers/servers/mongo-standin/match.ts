@@ -3,7 +3,9 @@
 // whose field is an array matches when one element equals), `{field: {$eq}}`,
 // `{field: {$in: [...]}}`, `$or` and `$and`; dotted paths read sub-documents.
 // Any other operator is refused (a real mongod would run it), so a test sees
-// when a plugin sends more than it should.
+// when a plugin sends more than it should. A collation's `strength` 1 or 2
+// compares strings case-insensitively (1 also ignores accents), as mongod's
+// ICU collations do; anything else compares exactly.
 import { isDeepStrictEqual } from 'node:util'
 import type { Document } from 'mongodb'
 
@@ -18,14 +20,33 @@ function read (doc: Document, path: string): unknown {
   return value
 }
 
-function same (a: unknown, b: unknown): boolean {
+/** A collation as `find` and `create` take it (`{locale, strength}`). */
+export interface Collation {
+  locale: string
+  strength?: number
+}
+
+/** How two strings compare: exactly, or as a collation says. */
+type StringsEqual = (a: string, b: string) => boolean
+
+const exactly: StringsEqual = (a, b) => a === b
+
+export function stringsEqual (collation: Collation | undefined): StringsEqual {
+  const strength = collation?.strength ?? 3
+  if (collation === undefined || collation.locale === 'simple' || strength > 2) return exactly
+  const collator = new Intl.Collator(collation.locale, { sensitivity: strength === 1 ? 'base' : 'accent', usage: 'search' })
+  return (a, b) => collator.compare(a, b) === 0
+}
+
+function same (a: unknown, b: unknown, eq: StringsEqual): boolean {
   if (a === undefined) return b === null
+  if (typeof a === 'string' && typeof b === 'string') return eq(a, b)
   return isDeepStrictEqual(a, b)
 }
 
-function equals (field: unknown, wanted: unknown): boolean {
-  if (Array.isArray(field) && !Array.isArray(wanted)) return field.some((item) => same(item, wanted))
-  return same(field, wanted)
+function equals (field: unknown, wanted: unknown, eq: StringsEqual): boolean {
+  if (Array.isArray(field) && !Array.isArray(wanted)) return field.some((item) => same(item, wanted, eq))
+  return same(field, wanted, eq)
 }
 
 function isOperatorObject (value: unknown): value is Record<string, unknown> {
@@ -34,13 +55,13 @@ function isOperatorObject (value: unknown): value is Record<string, unknown> {
   return keys.length > 0 && keys.every((k) => k.startsWith('$'))
 }
 
-function condition (field: unknown, spec: unknown): boolean {
-  if (!isOperatorObject(spec)) return equals(field, spec)
+function condition (field: unknown, spec: unknown, eq: StringsEqual): boolean {
+  if (!isOperatorObject(spec)) return equals(field, spec, eq)
   return Object.entries(spec).every(([op, arg]) => {
-    if (op === '$eq') return equals(field, arg)
+    if (op === '$eq') return equals(field, arg, eq)
     if (op === '$in') {
       if (!Array.isArray(arg)) throw new BadQuery('$in needs an array')
-      return arg.some((item) => equals(field, item))
+      return arg.some((item) => equals(field, item, eq))
     }
     throw new BadQuery(`unknown operator: ${op}`)
   })
@@ -52,12 +73,12 @@ function clauses (op: string, value: unknown): Document[] {
 }
 
 /** True when `doc` matches `filter`; throws BadQuery for what the stand-in does not know. */
-export function matches (doc: Document, filter: Document): boolean {
+export function matches (doc: Document, filter: Document, eq: StringsEqual = exactly): boolean {
   return Object.entries(filter).every(([key, spec]) => {
-    if (key === '$or') return clauses(key, spec).some((f) => matches(doc, f))
-    if (key === '$and') return clauses(key, spec).every((f) => matches(doc, f))
+    if (key === '$or') return clauses(key, spec).some((f) => matches(doc, f, eq))
+    if (key === '$and') return clauses(key, spec).every((f) => matches(doc, f, eq))
     if (key.startsWith('$')) throw new BadQuery(`unknown top level operator: ${key}`)
-    return condition(read(doc, key), spec)
+    return condition(read(doc, key), spec, eq)
   })
 }
 
