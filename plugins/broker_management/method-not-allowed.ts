@@ -9,6 +9,15 @@ const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
 export function allowedMethods (server: Hapi.Server, path: string): string[] {
   // the router strips a trailing slash; match does not
   const routed = path.length > 1 ? path.replace(/\/$/, '') : path
-  const allowed: string[] = METHODS.filter((method) => server.match(method, routed) !== null)
+  const allowed: string[] = METHODS.filter((method) => served(server, method, routed))
   return allowed.includes('GET') ? ['GET', 'HEAD', ...allowed.filter((m) => m !== 'GET')] : allowed
+}
+
+function served (server: Hapi.Server, method: typeof METHODS[number], path: string): boolean {
+  try {
+    return server.match(method, path) !== null
+  } catch {
+    // a path the router cannot decode (a stray `%`, found by the fuzzer) is served for no method
+    return false
+  }
 }
