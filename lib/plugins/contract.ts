@@ -83,13 +83,23 @@ export interface PluginContext<C> {
   readonly root: string
 }
 
+/** Closes what one `load` opened. */
+export type PluginRelease = () => void | Promise<void>
+
 export interface BrokerPlugin<C = Record<string, unknown>> {
   name: string
   version: string
   description: string
   /** a Joi object over the flat setting keys, e.g. `'auth.http.auth_req'` */
   schema: Joi.ObjectSchema<C>
-  load: (ctx: PluginContext<C>) => void | Promise<void>
+  /**
+   * Starts the plugin. What it opens (servers, pools, timers) it keeps in what
+   * this call made, and returns a release function that closes it: the host
+   * calls that function when the plugin unloads (never module variables: the
+   * module is imported once per process and may serve several loads or nodes).
+   */
+  load: (ctx: PluginContext<C>) => void | PluginRelease | Promise<void | PluginRelease>
+  /** Called after the release function; for what outlives one load (usually nothing). */
   unload: () => void | Promise<void>
   /**
    * What `load` would refuse beyond the schema (a file it reads, a key it

@@ -11,7 +11,7 @@ import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
 import { followingChild, type Logger } from '../log.js'
 import type { ListenerRecord } from '../service/node-service.js'
-import type { BrokerPlugin, NodeView, PluginAlarm, PluginContext, PluginStore, PublishRequest } from './contract.js'
+import type { BrokerPlugin, NodeView, PluginAlarm, PluginContext, PluginRelease, PluginStore, PublishRequest } from './contract.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
 import { readPluginConfig, validatePluginConfig } from './plugin-config.js'
 
@@ -54,6 +54,8 @@ export class PluginHost {
   readonly #plugins = new Map<string, BrokerPlugin<unknown>>()
   readonly #namespaces = new Map<string, Record<string, unknown>>()
   readonly #active = new Set<string>()
+  /** what each active plugin's load returned to close it */
+  readonly #releases = new Map<string, PluginRelease>()
   /** each loaded plugin's logger stops following the node's level when it unloads */
   readonly #loggers = new Map<string, () => void>()
   /** alarm ids each plugin has raised and not cleared */
@@ -231,7 +233,8 @@ export class PluginHost {
     const plugin = await this.#module(name)
     const ctx = this.#context(name, config)
     try {
-      await plugin.load(ctx)
+      const release = await plugin.load(ctx)
+      if (typeof release === 'function') this.#releases.set(name, release)
     } catch (err) {
       this.#release(name)
       throw new PluginError('load_failed', `plugin ${name} failed to load: ${(err as Error).message}`, { cause: err })
@@ -242,7 +245,10 @@ export class PluginHost {
 
   async #unload (name: string): Promise<void> {
     const plugin = await this.#module(name)
+    const release = this.#releases.get(name)
+    this.#releases.delete(name)
     try {
+      await release?.()
       await plugin.unload()
     } catch (err) {
       this.options.logger.error({ plugin: name, err }, 'plugin failed to unload cleanly')

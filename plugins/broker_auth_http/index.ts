@@ -8,15 +8,12 @@ import { schema, type AuthHttpConfig } from './settings.js'
 
 export { describeSettings, schema, type AuthHttpConfig, type SettingItem } from './settings.js'
 
-let http: HttpClient | undefined
-
 export default definePlugin<AuthHttpConfig>({
   name: 'broker_auth_http',
   version: '0.1.0',
   description: 'Authentication, superuser and ACL checks by HTTP requests',
   schema,
   load (ctx) {
-    http?.close()
     const config = ctx.config
     const client = new HttpClient({
       timeout: config['auth.http.request.timeout'],
@@ -25,15 +22,14 @@ export default definePlugin<AuthHttpConfig>({
       retryBackoff: config['auth.http.request.retry_backoff'],
       poolSize: config['auth.http.pool_size']
     })
-    http = client
     const endpoints = endpointsOf(config)
     const deps = { http: client, failures: new FailureLog(ctx.logger), logger: ctx.logger }
     ctx.hooks.add('client.authenticate', authenticator(deps, endpoints))
     if (endpoints.acl) ctx.hooks.add('client.check_acl', aclChecker(deps, endpoints.acl, endpoints.failure))
     ctx.logger.info({ auth: endpoints.auth.url, superuser: endpoints.superuser?.url, acl: endpoints.acl?.url, failure: endpoints.failure }, 'HTTP authentication ready')
+    return () => { client.close() }
   },
-  unload () {
-    http?.close()
-    http = undefined
-  }
+
+  // everything of a load is closed by the function its load returned
+  unload () {}
 })

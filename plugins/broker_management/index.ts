@@ -19,9 +19,6 @@ import { listenOn, schema, type ManagementConfig } from './settings.js'
 export { schema } from './settings.js'
 export type { ManagementConfig } from './settings.js'
 
-// one load at a time (the host serialises load and unload)
-let servers: Hapi.Server[] = []
-
 /** A PEM file named by a setting, relative to the install root; a missing or unreadable file names the key and path. */
 async function pemFile (root: string, key: string, value: string): Promise<Buffer> {
   const path = resolve(root, value)
@@ -81,12 +78,11 @@ export default definePlugin<ManagementConfig>({
       for (const server of started) await server.stop({ timeout: 2000 })
       throw err
     }
-    servers = started
+    return async () => {
+      for (const server of started) await server.stop({ timeout: 2000 })
+    }
   },
 
-  async unload () {
-    const running = servers
-    servers = []
-    for (const server of running) await server.stop({ timeout: 2000 })
-  }
+  // everything of a load is closed by the function its load returned
+  unload () {}
 })

@@ -62,7 +62,10 @@ export default definePlugin<TemplateConfig>({
   //   ctx.logger     a logger tagged with the plugin's name
   //   ctx.root       the install folder, to resolve relative paths in settings
   // Keep what you need in closures (as greeter does), not in module variables:
-  // the module is imported once, but may be loaded, unloaded and loaded again.
+  // the module is imported once, but may be loaded, unloaded and loaded again
+  // (and serve several nodes in one process). A load that opens something
+  // (a server, a pool, a timer) returns a function that closes it; the host
+  // calls it when the plugin unloads (broker_management does this).
   load (ctx) {
     ctx.hooks.add('client.connected', greeter(ctx))
   },

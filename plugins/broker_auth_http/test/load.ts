@@ -9,6 +9,8 @@ import plugin, { type AuthHttpConfig } from '../index.js'
 
 export interface Loaded {
   ctx: FakeContext<AuthHttpConfig>
+  /** releases the load as the host does (its release function, then unload) */
+  unload: () => Promise<void>
   authenticate: HookHandlers['client.authenticate']
   /** the check_acl handler; throws if the plugin added none */
   checkAcl: () => HookHandlers['client.check_acl']
@@ -31,10 +33,19 @@ export async function load (t: Test, settings: Record<string, string>): Promise<
     }
   })
   const ctx: FakeContext<AuthHttpConfig> = { ...fakeContext('broker_auth_http', validate(settings)), logger: pino({ level: 'debug' }, sink) }
-  await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  // as the host does: the release function the load returned, then unload
+  const release = await plugin.load(ctx)
+  let unloaded = false
+  const unload = async (): Promise<void> => {
+    if (unloaded) return
+    unloaded = true
+    if (typeof release === 'function') await release()
+    await plugin.unload()
+  }
+  t.teardown(unload)
   return {
     ctx,
+    unload,
     logs,
     authenticate: ctx.handler('client.authenticate'),
     checkAcl: () => ctx.handler('client.check_acl')

@@ -2,7 +2,6 @@
 // connection refused, retries, keep-alive reuse, the pool limit, failure logs.
 import t from 'tap'
 import { clientInfo } from '../../../test/helpers/plugin-context.js'
-import plugin from '../index.js'
 import { load } from './load.js'
 import { deadPort, startAuthServer, until, type AuthServer } from './server.js'
 
@@ -150,7 +149,7 @@ t.test('transport failures are logged once per burst', async (t) => {
 })
 
 t.test('unload ends the keep-alive connections and fails calls in flight', async (t) => {
-  const { authenticate } = await load(t, {
+  const { authenticate, unload } = await load(t, {
     'auth.http.auth_req': server.url('/mqtt/auth'),
     'auth.http.request.timeout': '10s'
   })
@@ -159,7 +158,7 @@ t.test('unload ends the keep-alive connections and fails calls in flight', async
   server.answer(() => 'hang')
   const pending = authenticate(auth)
   await until(() => server.seen.length === 2, 2000, 'the second request')
-  const [answer, ms] = await timed(Promise.all([plugin.unload(), pending]).then(([, a]) => a))
+  const [answer, ms] = await timed(Promise.all([unload(), pending]).then(([, a]) => a))
   t.strictSame(answer, DENY, 'the call in flight is denied')
   t.ok(ms < 1000, `at once (${ms}ms), not after the 10s timeout`)
   await until(() => server.open.size === 0, 2000, 'the server to see every connection closed')
