@@ -14,7 +14,7 @@ import type { Config } from './config/store.js'
 import { createCallbacks } from './engine/callbacks.js'
 import { createEngine } from './engine/create.js'
 import { assertEnginePatched } from './engine/patch-check.js'
-import { engineClient } from './engine/internals.js'
+import { engineClient, engineClients } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
 import { SessionTimers } from './engine/session-timers.js'
@@ -27,7 +27,7 @@ import { mapEngineEvents } from './hooks/engine-events.js'
 import { HookRegistry } from './hooks/registry.js'
 import { createListeners, type Listener } from './listeners/index.js'
 import { followLevel, type Logger } from './log.js'
-import type { PublishRequest } from './plugins/contract.js'
+import type { PublishRequest } from './plugin-kit/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
 import { refusedPacketLog } from './refused-packets.js'
@@ -213,7 +213,9 @@ export class BrokerNode {
         hooks,
         commands,
         logger,
-        node: service,
+        config,
+        service,
+        clients: () => engineClients(running).flatMap((client) => clientState(client)?.info ?? []),
         publish: async (message) => await publish(running, message),
         store: (plugin) => pluginStore(backend.stores, plugin),
         alarms: observability.alarms

@@ -9,10 +9,10 @@ import { chmod, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises'
 import { createConnection } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
-import type { PluginStore } from '../lib/plugins/contract.js'
+import type { PluginStore } from '../lib/plugin-kit/contract.js'
 import { Apps } from '../plugins/broker_management/apps.js'
 import { startApiNode, type ApiNode } from '../plugins/broker_management/test/api.js'
-import usernamePlugin, { addUser } from '../plugins/broker_auth_username/index.js'
+import usernamePlugin, { type CredentialApi } from '../plugins/broker_auth_username/index.js'
 import { spawnBroker, tempDir } from './helpers/broker.js'
 import { startCtlBroker } from './helpers/ctl.js'
 import { closeAll, connect, nextMessages, type MqttClient } from './helpers/mqtt.js'
@@ -42,7 +42,7 @@ async function roundTrip (client: MqttClient): Promise<number> {
 
 async function apiWithUsers (settings: Record<string, string | number>, plugin: Record<string, string | number>): Promise<ApiNode> {
   const api = await startApiNode({ 'mqtt.allow_anonymous': 'false', ...settings }, plugin, ['tcp'], { [usernamePlugin.name]: {} })
-  await addUser('dev', 'dev-password')
+  await api.broker.node.plugins.api<CredentialApi>(usernamePlugin.name)!.add('dev', 'dev-password')
   return api
 }
 

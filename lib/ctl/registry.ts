@@ -15,10 +15,15 @@ export const NODE_OWNER = 'node'
 export class CommandRegistry {
   readonly #commands = new Map<string, { owner: string, command: CtlCommand }>()
 
-  add (command: CtlCommand, owner = NODE_OWNER): void {
+  /** Adds a command; returns its removal. */
+  add (command: CtlCommand, owner = NODE_OWNER): () => void {
     const present = this.#commands.get(command.name)
     if (present !== undefined && present.owner !== owner) throw new Error(`broker_ctl command ${command.name} belongs to ${present.owner} already`)
-    this.#commands.set(command.name, { owner, command })
+    const entry = { owner, command }
+    this.#commands.set(command.name, entry)
+    return () => {
+      if (this.#commands.get(command.name) === entry) this.#commands.delete(command.name)
+    }
   }
 
   removeOwner (owner: string): void {

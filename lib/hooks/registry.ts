@@ -15,11 +15,15 @@ export class HookRegistry {
   /** `ownerRank` gives an owner's place in the chain (lower runs first). */
   constructor (private readonly logger: Logger, private ownerRank: (owner: string) => number = () => 0) {}
 
-  add<H extends HookName> (hook: H, handler: HookHandlers[H], owner: string, priority = 0): void {
-    const list = this.#entries.get(hook) ?? []
-    list.push({ handler: handler as HookHandlers[HookName], priority, owner, seq: this.#seq++ })
-    this.#entries.set(hook, list)
+  /** Adds a handler; returns its removal. */
+  add<H extends HookName> (hook: H, handler: HookHandlers[H], owner: string, priority = 0): () => void {
+    const entry: Entry = { handler: handler as HookHandlers[HookName], priority, owner, seq: this.#seq++ }
+    this.#entries.set(hook, [...this.#entries.get(hook) ?? [], entry])
     this.#order(hook)
+    return () => {
+      this.#entries.set(hook, (this.#entries.get(hook) ?? []).filter((e) => e !== entry))
+      this.#order(hook)
+    }
   }
 
   /** Removes every handler `owner` added. */

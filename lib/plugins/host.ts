@@ -9,9 +9,13 @@ import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
-import { followingChild, type Logger } from '../log.js'
-import type { ListenerRecord } from '../service/node-service.js'
-import type { BrokerPlugin, NodeView, PluginAlarm, PluginContext, PluginRelease, PluginStore, PublishRequest } from './contract.js'
+import type { Config } from '../config/store.js'
+import type { ClientInfo } from '../hooks/types.js'
+import type { Logger } from '../log.js'
+import type { ListenerRecord, NodeService } from '../service/node-service.js'
+import type { BrokerPlugin, PluginAlarm, PluginStore, PublishRequest } from '../plugin-kit/contract.js'
+import { PluginLoad } from './context.js'
+import { PluginRoutes } from './plugin-routes.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
 import { readPluginConfig, validatePluginConfig } from './plugin-config.js'
 
@@ -37,7 +41,12 @@ export interface PluginHostOptions {
   /** broker_ctl commands */
   commands: CommandRegistry
   logger: Logger
-  node: NodeView
+  /** the node's settings, which plugins read and watch */
+  config: Config
+  /** the node's operations: queries and actions for every plugin, the rest for `administration` */
+  service: NodeService
+  /** the connected clients' ClientInfo */
+  clients: () => ClientInfo[]
   publish: (message: PublishRequest) => Promise<void>
   store: (plugin: string) => PluginStore
   /** the node's alarms (observability) */
@@ -53,15 +62,12 @@ export class PluginHost {
   readonly #modules = new Map<string, string>()
   readonly #plugins = new Map<string, BrokerPlugin<unknown>>()
   readonly #namespaces = new Map<string, Record<string, unknown>>()
-  readonly #active = new Set<string>()
-  /** what each active plugin's load returned to close it */
-  readonly #releases = new Map<string, PluginRelease>()
-  /** each loaded plugin's logger stops following the node's level when it unloads */
-  readonly #loggers = new Map<string, () => void>()
-  /** alarm ids each plugin has raised and not cleared */
-  readonly #alarms = new Map<string, Set<string>>()
-  /** the listeners each plugin serves (SPEC §2.10) */
-  readonly #listeners = new Map<string, Array<() => ListenerRecord>>()
+  /** each active plugin's load: its context and what it registered */
+  readonly #loads = new Map<string, PluginLoad<unknown>>()
+  /** the listeners the loaded plugins serve (SPEC §2.10) */
+  readonly #listeners = new Set<() => ListenerRecord>()
+  /** the HTTP routes the loaded plugins add, served by the management API */
+  readonly routes = new PluginRoutes()
   /** chain order: data/loaded_plugins, then plugins loaded at run time */
   #order: string[] = []
   /** load/unload/reload run one at a time */
@@ -96,7 +102,7 @@ export class PluginHost {
     for (const name of [...this.#modules.keys()].sort()) {
       try {
         const plugin = await this.#module(name)
-        records.push({ name, version: plugin.version, description: plugin.description, active: this.#active.has(name) })
+        records.push({ name, version: plugin.version, description: plugin.description, active: this.#loads.has(name) })
       } catch (err) {
         records.push({ name, version: 'unknown', description: `cannot be loaded: ${(err as Error).message}`, active: false })
       }
@@ -105,7 +111,7 @@ export class PluginHost {
   }
 
   isActive (name: string): boolean {
-    return this.#active.has(name)
+    return this.#loads.has(name)
   }
 
   /** Loads at run time and records it in data/loaded_plugins. */
@@ -115,13 +121,13 @@ export class PluginHost {
 
   async #loadNow (name: string): Promise<void> {
     if (!this.#modules.has(name)) throw new PluginError('not_found', `plugin ${name} not found`)
-    if (this.#active.has(name)) throw new PluginError('already_started', 'already_started')
+    if (this.#loads.has(name)) throw new PluginError('already_started', 'already_started')
     if (!this.#order.includes(name)) this.#order.push(name)
     this.options.hooks.reorder()
     try {
       await this.#load(name)
     } catch (err) {
-      this.#order = this.#order.filter((n) => n !== name || this.#active.has(n))
+      this.#order = this.#order.filter((n) => n !== name || this.#loads.has(n))
       throw err
     }
     await writeLoadedList(this.options.loadedFile, this.#order)
@@ -134,7 +140,7 @@ export class PluginHost {
 
   async #unloadNow (name: string): Promise<void> {
     if (!this.#modules.has(name)) throw new PluginError('not_found', `plugin ${name} not found`)
-    if (!this.#active.has(name)) throw new PluginError('not_started', 'not_started')
+    if (!this.#loads.has(name)) throw new PluginError('not_started', 'not_started')
     await this.#unload(name)
     this.#order = this.#order.filter((n) => n !== name)
     await writeLoadedList(this.options.loadedFile, this.#order)
@@ -142,15 +148,27 @@ export class PluginHost {
 
   /**
    * Re-reads the settings and restarts the plugin, keeping its place in the
-   * chain. Bad settings leave the running plugin as it was. An inactive
-   * plugin is loaded (and recorded), as `load` would.
+   * chain; when only live settings changed (each with a watcher), the
+   * running load takes them in place instead. Bad settings leave the running
+   * plugin as it was. An inactive plugin is loaded (and recorded), as `load` would.
    */
-  async reload (name: string): Promise<void> {
-    await this.#serial(async () => {
-      if (!this.#active.has(name)) return await this.#loadNow(name)
+  async reload (name: string): Promise<'reloaded' | 'live'> {
+    return await this.#serial(async () => {
+      const running = this.#loads.get(name)
+      if (running === undefined) {
+        await this.#loadNow(name)
+        return 'reloaded'
+      }
       const config = await this.#config(name)
+      const changed = changedKeys(running.config, config)
+      if (running.canApplyLive(changed)) {
+        running.applyLive(config, changed)
+        this.options.logger.info({ plugin: name, keys: changed }, 'plugin settings applied live')
+        return 'live'
+      }
       await this.#unload(name)
       await this.#start(name, config)
+      return 'reloaded'
     })
   }
 
@@ -163,7 +181,7 @@ export class PluginHost {
   /** Unloads every active plugin (node stop); data/loaded_plugins is left as it is. */
   async stopAll (): Promise<void> {
     for (const name of [...this.#order].reverse()) {
-      if (this.#active.has(name)) await this.#unload(name)
+      if (this.#loads.has(name)) await this.#unload(name)
     }
   }
 
@@ -201,6 +219,9 @@ export class PluginHost {
     if (plugin?.name !== name || typeof plugin.load !== 'function') {
       throw new PluginError('load_failed', `${file} does not export a plugin named ${name}`)
     }
+    if ('unload' in plugin) {
+      throw new PluginError('load_failed', `${file} exports unload(): plugin contract v2 releases what load registered through ctx (use ctx.onUnload)`)
+    }
     this.#plugins.set(name, plugin)
     this.#namespaces.set(name, namespace)
     return plugin
@@ -231,82 +252,46 @@ export class PluginHost {
 
   async #start (name: string, config: unknown): Promise<void> {
     const plugin = await this.#module(name)
-    const ctx = this.#context(name, config)
+    const { hooks, commands, logger, service, config: nodeConfig, clients, publish, store, root, alarms } = this.options
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, config: nodeConfig, service, clients, publish, store, logger, root })
     try {
-      const release = await plugin.load(ctx)
-      if (typeof release === 'function') this.#releases.set(name, release)
+      await plugin.load(load.context)
     } catch (err) {
-      this.#release(name)
+      await load.releases.unwind(logger)
       throw new PluginError('load_failed', `plugin ${name} failed to load: ${(err as Error).message}`, { cause: err })
     }
-    this.#active.add(name)
-    this.options.logger.info({ plugin: name }, 'plugin loaded')
+    this.#loads.set(name, load)
+    logger.info({ plugin: name }, 'plugin loaded')
   }
 
   async #unload (name: string): Promise<void> {
-    const plugin = await this.#module(name)
-    const release = this.#releases.get(name)
-    this.#releases.delete(name)
-    try {
-      await release?.()
-      await plugin.unload()
-    } catch (err) {
-      this.options.logger.error({ plugin: name, err }, 'plugin failed to unload cleanly')
-    } finally {
-      this.#release(name)
-      this.#active.delete(name)
-    }
+    const load = this.#loads.get(name)
+    if (load === undefined) return
+    this.#loads.delete(name)
+    const failed = await load.releases.unwind(this.options.logger)
+    if (failed > 0) this.options.logger.error({ plugin: name, failed }, 'plugin failed to unload cleanly')
     this.options.logger.info({ plugin: name }, 'plugin unloaded')
   }
 
   /** The listeners the loaded plugins serve, as records (SPEC §2.10). */
   listenerRecords (): ListenerRecord[] {
-    return [...this.#listeners.values()].flat().map((report) => report())
+    return [...this.#listeners].map((report) => report())
   }
 
-  /** Everything a plugin registered through its context: hooks, commands, listeners, alarms. */
-  #release (name: string): void {
-    this.#listeners.delete(name)
-    this.options.hooks.removeOwner(name)
-    this.options.commands.removeOwner(name)
-    this.#loggers.get(name)?.()
-    this.#loggers.delete(name)
-    for (const id of this.#alarms.get(name) ?? []) this.options.alarms.clear(id)
-    this.#alarms.delete(name)
+  /** What a loaded plugin offered through `ctx.provide`, or undefined. */
+  api<T extends object> (name: string): T | undefined {
+    return this.#loads.get(name)?.api as T | undefined
   }
 
-  #context<C> (name: string, config: C): PluginContext<C> {
-    const { hooks, commands, logger, node, publish, store, root, alarms } = this.options
-    this.#loggers.get(name)?.()
-    const { logger: pluginLogger, release } = followingChild(logger, { plugin: name })
-    this.#loggers.set(name, release)
-    const raised = this.#alarms.get(name) ?? new Set<string>()
-    this.#alarms.set(name, raised)
-    return {
-      name,
-      config,
-      logger: pluginLogger,
-      hooks: { add: (hook, handler, priority) => hooks.add(hook, handler, name, priority) },
-      commands: { add: (command) => commands.add(command, name) },
-      listeners: {
-        add: (report) => {
-          this.#listeners.set(name, [...this.#listeners.get(name) ?? [], report])
-        }
-      },
-      publish,
-      alarms: {
-        raise: (alarm) => {
-          raised.add(alarm.id)
-          return alarms.raise(alarm)
-        },
-        clear: (id) => {
-          raised.delete(id)
-          return alarms.clear(id)
-        }
-      },
-      node,
-      store: store(name),
-      root
-    }
+  /** How many registrations a loaded plugin holds (hooks, timers, servers …), for leak checks; 0 when not loaded. */
+  registrations (name: string): number {
+    return this.#loads.get(name)?.releases.size ?? 0
   }
+}
+
+/** The keys whose values differ between two validated settings objects. */
+function changedKeys (before: unknown, after: unknown): string[] {
+  const a = before as Record<string, unknown>
+  const b = after as Record<string, unknown>
+  return [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((key) => JSON.stringify(a[key]) !== JSON.stringify(b[key]))
 }

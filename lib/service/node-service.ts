@@ -17,7 +17,7 @@ import { noteDisconnectReason } from '../hooks/engine-events.js'
 import type { ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Listener } from '../listeners/index.js'
-import type { BrokerPlugin } from '../plugins/contract.js'
+import type { BrokerPlugin } from '../plugin-kit/contract.js'
 import type { PluginHost, PluginRecord } from '../plugins/host.js'
 import { overrideText, readPluginConfig, readPluginConfigLines, removeConfigKeys, resetToDefaults, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
 import { parseConfigText } from '../config/parse.js'
@@ -400,7 +400,10 @@ export class NodeService {
     }
     await writeOverrideFile(overrideFile, text)
     if (!host.isActive(name)) return
-    if (!reloadLater) return await host.reload(name)
+    if (!reloadLater) {
+      await host.reload(name)
+      return
+    }
     setTimeout(() => {
       host.reload(name).catch((err: Error) => this.parts.observability.logger.error({ err, plugin: name }, 'plugin reload after a settings change failed'))
     }, 0)

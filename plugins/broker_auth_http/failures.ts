@@ -1,7 +1,7 @@
 // Logs transport failures once per burst: the first failure of a URL is a
 // warning naming the URL and the error, the rest of the burst is debug, and
 // the first HTTP answer after it ends the burst with one info line.
-import type { Logger } from '../../lib/log.js'
+import type { Logger } from '../../lib/plugin-kit/index.js'
 import type { TransportError } from './request.js'
 
 export class FailureLog {

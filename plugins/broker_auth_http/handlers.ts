@@ -7,8 +7,7 @@
 // - no answer at all (down, refused, timed out) → `auth.http.failure`: deny
 //   (default: a check the server could not make fails closed) or ignore.
 // Handlers never throw.
-import type { Logger } from '../../lib/log.js'
-import type { AuthenticateAnswer, Decision, HookHandlers } from '../../lib/hooks/types.js'
+import type { AuthenticateAnswer, Decision, HookHandlers, Logger } from '../../lib/plugin-kit/index.js'
 import type { FailureLog } from './failures.js'
 import { fill, parseParams, type Param, type Variables } from './params.js'
 import { TransportError, type HttpAnswer, type HttpClient } from './request.js'

@@ -1,6 +1,6 @@
 // broker_auth_http: authentication, superuser and ACL checks by an HTTP
 // server (EMQ X 3.x emqx_auth_http). See README.md.
-import { definePlugin } from '../../lib/plugins/contract.js'
+import { definePlugin } from '../../lib/plugin-kit/index.js'
 import { FailureLog } from './failures.js'
 import { aclChecker, authenticator, endpointsOf } from './handlers.js'
 import { HttpClient } from './request.js'

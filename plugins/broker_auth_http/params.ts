@@ -1,7 +1,7 @@
 // Request parameters: `name=template` pairs separated by commas, where a
 // template may hold the variables %u %c %a %P %t %A (SPEC §5.2 rule 7).
 // Other `%x` sequences are kept as written.
-import type { AclAccess, ClientInfo } from '../../lib/hooks/types.js'
+import type { AclAccess, ClientInfo } from '../../lib/plugin-kit/index.js'
 
 export interface Param {
   name: string

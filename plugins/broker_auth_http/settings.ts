@@ -2,7 +2,7 @@
 // that validates and converts them, and the §2.15 description of the nine
 // request keys for the management API.
 import Joi from 'joi'
-import { parseDuration } from '../../lib/config/types.js'
+import { parseDuration } from '../../lib/plugin-kit/index.js'
 import { parseParams } from './params.js'
 
 export type Method = 'get' | 'post'

@@ -1,8 +1,7 @@
 // The `acl` claim (EMQ X 4.3 style): {"acl": {"pub": [...], "sub": [...], "all": [...]}}.
 // A client whose token carries one may publish / subscribe only where a
 // filter of the claim matches; other clients are left to the rest of the chain.
-import { compileTopicFilter, topicMatches } from '../../lib/access/acl-match.js'
-import type { AclAccess, ClientInfo } from '../../lib/hooks/types.js'
+import { compileTopicFilter, topicMatches, type AclAccess, type ClientInfo } from '../../lib/plugin-kit/index.js'
 import { isRecord } from './verify.js'
 
 export interface TokenAcl {

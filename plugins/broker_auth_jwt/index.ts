@@ -1,7 +1,7 @@
 // broker_auth_jwt: authentication (and optional ACL) with JSON Web Tokens
 // sent as the CONNECT password or username (SPEC §5.2 jwt row; EMQ X
 // emqx_auth_jwt). See README.md for the answers it gives.
-import { definePlugin, type AuthenticateAnswer, type AuthenticateRequest, type CheckAclRequest, type Decision, type PluginContext } from '../../lib/plugins/contract.js'
+import { definePlugin, type AuthenticateAnswer, type AuthenticateRequest, type CheckAclRequest, type Decision, type PluginContext } from '../../lib/plugin-kit/index.js'
 import { aclAllows, aclFromClaims, AclTable, connectionKey, type TokenAcl } from './acl.js'
 import { expectedClaims, requiresExp, schema, type JwtConfig } from './config.js'
 import { failedClaim, loadKeys, verifyToken, type VerifyKey } from './verify.js'

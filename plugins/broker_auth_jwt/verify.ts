@@ -5,7 +5,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { isAbsolute, resolve } from 'node:path'
 import { jwtVerify, type JWTPayload } from 'jose'
-import type { ClientInfo } from '../../lib/hooks/types.js'
+import type { ClientInfo } from '../../lib/plugin-kit/index.js'
 import type { JwtConfig } from './config.js'
 
 /** Seconds of clock skew accepted on `exp`, `nbf` and `iat`. */

@@ -2,12 +2,7 @@
 // emqx_auth_ldap): the entry at `auth_dn` (with `%u`, `%c` escaped) is read
 // as `bind_dn`, and the CONNECT password is checked against its
 // userPassword. See README.md.
-import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
-import { backendAuthenticator, type StoredUser } from '../../lib/access/backend/handlers.js'
-import { fillTemplate, type QueryValues, type TemplatePart } from '../../lib/access/backend/placeholders.js'
-import { serverText } from '../../lib/access/backend/settings.js'
-import type { Logger } from '../../lib/log.js'
-import { definePlugin } from '../../lib/plugins/contract.js'
+import { BackendGuard, BackendSlot, backendAuthenticator, definePlugin, fillTemplate, serverText, type Logger, type QueryValues, type StoredUser, type TemplatePart } from '../../lib/plugin-kit/index.js'
 import { Directory } from './directory.js'
 import { escapeDnValue, escapeFilterValue, firstRdnValue } from './escape.js'
 import { schema, type AuthLdapConfig } from './settings.js'

@@ -1,8 +1,7 @@
 // The plugin's settings (etc/plugins/broker_auth_ldap.conf), with EMQ X 3.x
 // emqx_auth_ldap defaults, validated and converted by Joi.
 import Joi from 'joi'
-import { commonKeys, durationSetting, parseServer, poolSetting, switchSetting, type UnavailableAuth } from '../../lib/access/backend/settings.js'
-import { parseTemplate, type TemplatePart } from '../../lib/access/backend/placeholders.js'
+import { commonKeys, durationSetting, parseServer, parseTemplate, poolSetting, switchSetting, type TemplatePart, type UnavailableAuth } from '../../lib/plugin-kit/index.js'
 
 export type Scope = 'base' | 'one' | 'sub'
 

@@ -5,7 +5,7 @@
 // `auth.ldap.password_hash` as EMQ X did (plain, or hex md5/sha/sha256).
 // Other schemes ({CRYPT}, {ARGON2} …) never match.
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { passwordChecker } from '../../lib/access/backend/password.js'
+import { passwordChecker } from '../../lib/plugin-kit/index.js'
 
 const SCHEMES: Record<string, { digest: string, salted: boolean }> = {
   SHA: { digest: 'sha1', salted: false },

@@ -14,13 +14,7 @@
 // level would hold `+`, `#` or `/` is left out, so a client cannot widen a
 // rule by naming itself `#`.
 import type { Document } from 'mongodb'
-import { isLevelValue } from '../../lib/access/acl-match.js'
-import { decideAcl, type AclRule } from '../../lib/access/backend/acl-rules.js'
-import type { BackendGuard } from '../../lib/access/backend/guard.js'
-import { valuesOf, type QueryValues } from '../../lib/access/backend/placeholders.js'
-import type { UnavailableAcl } from '../../lib/access/backend/settings.js'
-import type { Decision, HookHandlers } from '../../lib/hooks/types.js'
-import type { Logger } from '../../lib/log.js'
+import { decideAcl, isLevelValue, valuesOf, type AclRule, type BackendGuard, type Decision, type HookHandlers, type Logger, type QueryValues, type UnavailableAcl } from '../../lib/plugin-kit/index.js'
 
 const LISTS = [['subscribe', 1], ['publish', 2], ['pubsub', 3]] as const
 

@@ -8,7 +8,7 @@
 // so a query that cannot be answered also ends inside the driver, not only in
 // the BackendGuard.
 import { MongoClient, MongoTopologyClosedError, type Db, type MongoClientOptions } from 'mongodb'
-import { serverText } from '../../lib/access/backend/settings.js'
+import { serverText } from '../../lib/plugin-kit/index.js'
 import type { AuthMongoConfig } from './settings.js'
 
 export function clientOptions (config: AuthMongoConfig): MongoClientOptions {

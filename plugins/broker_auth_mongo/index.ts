@@ -1,9 +1,6 @@
 // broker_auth_mongo: authentication, superuser and ACL from MongoDB (EMQ X
 // 3.x emqx_auth_mongo), with the official driver. See README.md.
-import { backendAuthenticator, isTrue } from '../../lib/access/backend/handlers.js'
-import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
-import { passwordChecker, type PasswordChecker } from '../../lib/access/backend/password.js'
-import { definePlugin } from '../../lib/plugins/contract.js'
+import { BackendGuard, BackendSlot, backendAuthenticator, definePlugin, isTrue, passwordChecker, type PasswordChecker } from '../../lib/plugin-kit/index.js'
 import { mongoAclChecker } from './acl.js'
 import { MongoConnection, serversText } from './connection.js'
 import { aclDocuments, findUser, superField, type AclQuery, type AuthQuery, type SuperQuery } from './queries.js'

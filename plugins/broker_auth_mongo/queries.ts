@@ -4,8 +4,7 @@
 // selector (its super field); find in the ACL collection by the ACL
 // selectors ORed.
 import { BSON, type Db, type Document } from 'mongodb'
-import type { StoredUser } from '../../lib/access/backend/handlers.js'
-import type { QueryValues } from '../../lib/access/backend/placeholders.js'
+import type { QueryValues, StoredUser } from '../../lib/plugin-kit/index.js'
 import { anySelectorFilter, selectorFilter, userNameField, type Selector } from './selector.js'
 
 export interface AuthQuery {

@@ -7,7 +7,7 @@
 // `x, username=admin` as a username is just a string that must equal the
 // stored one.
 import type { Document } from 'mongodb'
-import { fillTemplate, parseTemplate, type QueryValues, type TemplatePart } from '../../lib/access/backend/placeholders.js'
+import { fillTemplate, parseTemplate, type QueryValues, type TemplatePart } from '../../lib/plugin-kit/index.js'
 
 export interface SelectorField {
   field: string

@@ -3,8 +3,7 @@
 // (query_timeout, unavailable.auth, unavailable.acl) from
 // lib/access/backend/settings.ts. Validated and converted by Joi.
 import Joi from 'joi'
-import { passwordHashSetting, usesSalt } from '../../lib/access/backend/password.js'
-import { commonKeys, parseServer, switchSetting, type ServerAddress, type UnavailableAcl, type UnavailableAuth } from '../../lib/access/backend/settings.js'
+import { commonKeys, parseServer, passwordHashSetting, switchSetting, usesSalt, type ServerAddress, type UnavailableAcl, type UnavailableAuth } from '../../lib/plugin-kit/index.js'
 import { parseSelector, type Selector } from './selector.js'
 
 export type TopologyType = 'single' | 'unknown' | 'sharded' | 'rs'

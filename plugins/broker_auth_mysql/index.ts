@@ -1,10 +1,7 @@
 // broker_auth_mysql: authentication, superuser and ACL by MySQL/MariaDB
 // queries (EMQ X 3.x emqx_auth_mysql). See README.md.
 import mysql from 'mysql2/promise'
-import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
-import { serverText } from '../../lib/access/backend/settings.js'
-import { addSqlHooks, type SqlResult } from '../../lib/access/backend/sql.js'
-import { definePlugin } from '../../lib/plugins/contract.js'
+import { BackendGuard, BackendSlot, addSqlHooks, definePlugin, serverText, type SqlResult } from '../../lib/plugin-kit/index.js'
 import { schema, type AuthMysqlConfig } from './settings.js'
 
 export { schema, type AuthMysqlConfig } from './settings.js'

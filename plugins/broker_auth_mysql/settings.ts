@@ -2,8 +2,7 @@
 // emqx_auth_mysql keys and defaults, plus the common database-plugin keys
 // (lib/access/backend/settings.ts).
 import Joi from 'joi'
-import { passwordHashSetting, usesSalt } from '../../lib/access/backend/password.js'
-import { commonKeys, serverSetting, type ServerAddress, type UnavailableAcl, type UnavailableAuth } from '../../lib/access/backend/settings.js'
+import { commonKeys, passwordHashSetting, serverSetting, usesSalt, type ServerAddress, type UnavailableAcl, type UnavailableAuth } from '../../lib/plugin-kit/index.js'
 
 export interface AuthMysqlConfig {
   'auth.mysql.server': ServerAddress

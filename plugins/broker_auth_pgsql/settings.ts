@@ -2,8 +2,7 @@
 // emqx_auth_pgsql keys and defaults, plus the common database-plugin keys
 // (lib/access/backend/settings.ts).
 import Joi from 'joi'
-import { passwordHashSetting, usesSalt } from '../../lib/access/backend/password.js'
-import { commonKeys, serverSetting, switchSetting, type ServerAddress, type UnavailableAcl, type UnavailableAuth } from '../../lib/access/backend/settings.js'
+import { commonKeys, passwordHashSetting, serverSetting, switchSetting, usesSalt, type ServerAddress, type UnavailableAcl, type UnavailableAuth } from '../../lib/plugin-kit/index.js'
 
 export interface AuthPgsqlConfig {
   'auth.pgsql.server': ServerAddress

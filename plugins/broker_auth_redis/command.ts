@@ -2,7 +2,7 @@
 // as EMQ X did; each placeholder is filled inside its own word, and every
 // word goes to Redis as one bulk-string argument. A user name holding spaces
 // or `\r\n` therefore stays one argument and can never add words or commands.
-import { fillTemplate, parseTemplate, type QueryValues, type TemplatePart } from '../../lib/access/backend/placeholders.js'
+import { fillTemplate, parseTemplate, type QueryValues, type TemplatePart } from '../../lib/plugin-kit/index.js'
 
 export interface CommandTemplate {
   /** the setting as written, for logs */

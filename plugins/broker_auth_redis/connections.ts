@@ -4,8 +4,7 @@
 // (they fail at once and the guard answers for the plugin); ioredis
 // reconnects by itself, every 100 ms at first, then at most every second.
 import { Redis, type RedisOptions } from 'ioredis'
-import type { Logger } from '../../lib/log.js'
-import type { ServerAddress } from '../../lib/access/backend/settings.js'
+import type { Logger, ServerAddress } from '../../lib/plugin-kit/index.js'
 import type { AuthRedisConfig } from './settings.js'
 
 const retry = (times: number): number => Math.min(times * 100, 1000)

@@ -1,11 +1,7 @@
 // broker_auth_redis: authentication, superuser and ACL from Redis hashes
 // (EMQ X 3.x emqx_auth_redis), one server or the master a Sentinel names.
 // See README.md.
-import { BackendGuard, BackendSlot } from '../../lib/access/backend/guard.js'
-import { backendAclChecker, backendAuthenticator } from '../../lib/access/backend/handlers.js'
-import { passwordChecker } from '../../lib/access/backend/password.js'
-import { serverText } from '../../lib/access/backend/settings.js'
-import { definePlugin } from '../../lib/plugins/contract.js'
+import { BackendGuard, BackendSlot, backendAclChecker, backendAuthenticator, definePlugin, passwordChecker, serverText } from '../../lib/plugin-kit/index.js'
 import { RedisConnections } from './connections.js'
 import { aclRulesQuery, queriesOf } from './queries.js'
 import { schema, type AuthRedisConfig } from './settings.js'

@@ -4,9 +4,7 @@
 // - super_cmd: a true value (1, true, on …) → superuser.
 // - acl_cmd: HGETALL mqtt_acl:<user> → field = topic filter, value = access
 //   (1 subscribe, 2 publish, 3 both); every field is an allow rule.
-import type { AclRule } from '../../lib/access/backend/acl-rules.js'
-import { isTrue, type BackendQueries, type StoredUser } from '../../lib/access/backend/handlers.js'
-import type { QueryValues } from '../../lib/access/backend/placeholders.js'
+import { isTrue, type AclRule, type BackendQueries, type QueryValues, type StoredUser } from '../../lib/plugin-kit/index.js'
 import { commandArgs, type CommandTemplate } from './command.js'
 import type { RedisConnections } from './connections.js'
 

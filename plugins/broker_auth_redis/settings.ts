@@ -1,8 +1,7 @@
 // The plugin's settings (etc/plugins/broker_auth_redis.conf), with EMQ X
 // 3.x emqx_auth_redis defaults, validated and converted by Joi.
 import Joi from 'joi'
-import { commonKeys, parseServer, type ServerAddress, type UnavailableAcl, type UnavailableAuth } from '../../lib/access/backend/settings.js'
-import { passwordHashSetting } from '../../lib/access/backend/password.js'
+import { commonKeys, parseServer, passwordHashSetting, type ServerAddress, type UnavailableAcl, type UnavailableAuth } from '../../lib/plugin-kit/index.js'
 import { parseCommand, type CommandTemplate } from './command.js'
 
 export type RedisType = 'single' | 'sentinel'

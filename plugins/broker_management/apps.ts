@@ -7,8 +7,7 @@
 // load (so it is listed and can be disabled), and its secret is always the
 // configured one, so its record holds none.
 import { randomBytes, timingSafeEqual } from 'node:crypto'
-import { hashForStorage } from '../../lib/access/password-hash.js'
-import type { PluginStore } from '../../lib/plugins/contract.js'
+import { hashForStorage, type PluginStore } from '../../lib/plugin-kit/admin.js'
 import type { Role } from './roles.js'
 import { StoredCheck } from './stored-check.js'
 

@@ -1,6 +1,6 @@
 // The broker_ctl commands this plugin adds (EMQ X 3.x): `mgmt` for the
 // applications of the v3 API, `admins` for the administrator users.
-import { CtlError, output, usageError, type CtlCommand } from '../../lib/plugins/contract.js'
+import { CtlError, output, usageError, type CtlCommand } from '../../lib/plugin-kit/admin.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import type { Users } from './users.js'
 

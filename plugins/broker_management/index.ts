@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type Hapi from '@hapi/hapi'
-import { definePlugin } from '../../lib/plugins/contract.js'
+import { definePlugin } from '../../lib/plugin-kit/admin.js'
 import { Apps } from './apps.js'
 import { LoginLimit } from './login-limit.js'
 import { Users } from './users.js'

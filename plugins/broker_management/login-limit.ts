@@ -4,7 +4,7 @@
 // until its oldest failure is a minute old, without checking anything. An
 // attempt counts before its check and is taken back when it succeeds, so a
 // burst of parallel guesses cannot overrun the budget.
-import { SourceFailures } from '../../lib/access/source-failures.js'
+import { SourceFailures } from '../../lib/plugin-kit/admin.js'
 import { ApiError } from './errors.js'
 
 const WINDOW_MS = 60_000

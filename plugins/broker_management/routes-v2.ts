@@ -4,8 +4,7 @@
 // rows with no v3 counterpart (v2 metrics and statistics, plugin on/off by
 // `{active}`) have handlers of their own, and those call the node service.
 import Joi from 'joi'
-import type { ConfigRecord, ConnectionRecord, ListenerRecord, SessionRecord, SubscriptionRecord } from '../../lib/service/node-service.js'
-import type { BrokerInfo } from '../../lib/sys/node-info.js'
+import type { BrokerInfo, ConfigRecord, ConnectionRecord, ListenerRecord, SessionRecord, SubscriptionRecord } from '../../lib/plugin-kit/admin.js'
 import { clientV2, configV2, listenerV2, monitoringV2, nodeInfoV2, sessionV2, subscriptionV2 } from './records-v2.js'
 import { everyListing, isNodeError, onNode, routes as v3Routes, type Method, type NodeError, type Route, type RouteRequest } from './routes.js'
 

@@ -5,12 +5,10 @@
 // string, and `:node` must name this node (else 404). A row marked `paged`
 // gets `_page`/`_limit` and its handler's list is paged for it.
 import Joi from 'joi'
-import type { NodeView } from '../../lib/plugins/contract.js'
-import type { ServiceError } from '../../lib/service/node-service.js'
+import { onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type NodeView, type RemoteMethod, type ServiceError } from '../../lib/plugin-kit/admin.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
-import { onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type RemoteMethod } from '../../lib/cluster/cluster.js'
 import { ROLES, type Caller, type Role } from './roles.js'
 import type { LoginLimit } from './login-limit.js'
 import type { CookieSessions } from './cookie-auth.js'

@@ -6,7 +6,7 @@
 // `/status/ready` is the readiness form: in cluster mode it also needs the
 // link to the other nodes (the node service's `health({ readiness })`).
 import type Hapi from '@hapi/hapi'
-import type { NodeView } from '../../lib/plugins/contract.js'
+import type { NodeView } from '../../lib/plugin-kit/admin.js'
 
 function capitalized (word: string): string {
   return word.charAt(0).toUpperCase() + word.slice(1)

@@ -13,7 +13,7 @@
 // random password made once), so the time of an answer does not tell which
 // names exist.
 import { createHash, randomBytes } from 'node:crypto'
-import { hashForStorage, verifyStored } from '../../lib/access/password-hash.js'
+import { hashForStorage, verifyStored } from '../../lib/plugin-kit/admin.js'
 
 export const VERIFIED_TTL_MS = 30_000
 

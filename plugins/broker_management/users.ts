@@ -6,8 +6,7 @@
 // be deleted.
 //
 // Checks: stored-check.ts (remembered successes, the same work for unknown users).
-import { hashForStorage } from '../../lib/access/password-hash.js'
-import type { PluginStore } from '../../lib/plugins/contract.js'
+import { hashForStorage, type PluginStore } from '../../lib/plugin-kit/admin.js'
 import { StoredCheck } from './stored-check.js'
 
 export { VERIFIED_TTL_MS } from './stored-check.js'

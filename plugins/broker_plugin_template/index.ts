@@ -6,7 +6,7 @@
 // To start a plugin of your own: copy this folder to plugins/broker_<name>/,
 // rename it below and in the conf file, then replace the schema and the hook.
 import Joi from 'joi'
-import { definePlugin, type ClientInfo, type PluginContext } from '../../lib/plugins/contract.js'
+import { definePlugin, type ClientInfo, type PluginContext } from '../../lib/plugin-kit/index.js'
 
 /** The settings, as `schema` validates and converts them (flat keys, as written in the .conf file). */
 export interface TemplateConfig {

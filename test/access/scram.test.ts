@@ -7,7 +7,7 @@ import {
   scramFromStored,
   type ScramCredentials,
   type ScramError,
-} from '../../lib/access/scram.js';
+} from '../../lib/plugin-kit/scram.js';
 import { ScramClient } from '../helpers/scram-client.js';
 
 // RFC 7677 §3

@@ -1,7 +1,7 @@
 // client.authenticate answers (SPEC §5.2), keyed by client id: unknown id →
 // ignore, right password → allow, wrong or missing → deny; load/unload bookkeeping.
 import t, { type Test } from 'tap'
-import { clientInfo } from '../../../test/helpers/plugin-context.js'
+import { clientInfo } from '../../../lib/plugin-kit/testing.js'
 import plugin, { addClient, listClients } from '../index.js'
 import { TWO_CLIENTS, context } from './helpers.js'
 

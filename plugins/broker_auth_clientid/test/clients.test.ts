@@ -1,7 +1,7 @@
 // Run-time client ids (broker_ctl clientid add|update|del|list, the API):
 // kept in the plugin's durable store as pbkdf2 hashes, surviving unload and load.
 import t from 'tap'
-import { clientInfo, memoryStore } from '../../../test/helpers/plugin-context.js'
+import { clientInfo, memoryStore } from '../../../lib/plugin-kit/testing.js'
 import plugin, { CredentialError, addClient, deleteClient, listClients, updateClient } from '../index.js'
 import { TWO_CLIENTS, context } from './helpers.js'
 

@@ -1,7 +1,6 @@
 // client.check_acl against a real HTTP server: %A 1/2, %t, and the answers.
 import t from 'tap'
-import { clientInfo } from '../../../test/helpers/plugin-context.js'
-import type { AclAccess } from '../../../lib/hooks/types.js'
+import { clientInfo, type AclAccess } from '../../../lib/plugin-kit/testing.js'
 import { load } from './load.js'
 import { startAuthServer, type AuthServer } from './server.js'
 

@@ -1,7 +1,7 @@
 // client.authenticate against a real HTTP server: answers, status codes,
 // GET/POST encoding, superuser and mountpoint.
 import t from 'tap'
-import { clientInfo } from '../../../test/helpers/plugin-context.js'
+import { clientInfo } from '../../../lib/plugin-kit/testing.js'
 import { load } from './load.js'
 import { startAuthServer, type AuthServer } from './server.js'
 

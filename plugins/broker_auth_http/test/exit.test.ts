@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createInterface } from 'node:readline'
 import t from 'tap'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 import { startAuthServer, until } from './server.js'
 
 const TS_LOADER = process.execArgv.filter((arg) => arg.includes('@tapjs/typescript'))

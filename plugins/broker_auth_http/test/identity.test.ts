@@ -5,7 +5,7 @@
 import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import type { BannedEntry } from '../../../lib/access/banned.js'
+import type { BannedEntry } from '../../../lib/plugin-kit/testing.js'
 import { startBroker, tempDir } from '../../../test/helpers/broker.js'
 import { closeAll, connect } from '../../../test/helpers/mqtt.js'
 import { connackCode, granted } from '../../../test/helpers/servers/outcome.js'

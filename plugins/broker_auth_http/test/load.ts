@@ -3,8 +3,7 @@
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import type { Test } from 'tap'
-import { fakeContext, type FakeContext } from '../../../test/helpers/plugin-context.js'
-import type { HookHandlers } from '../../../lib/hooks/types.js'
+import { fakeContext, type FakeContext, type HookHandlers } from '../../../lib/plugin-kit/testing.js'
 import plugin, { type AuthHttpConfig } from '../index.js'
 
 export interface Loaded {

@@ -1,6 +1,6 @@
 // Parameter lists and %variable substitution.
 import t from 'tap'
-import { clientInfo } from '../../../test/helpers/plugin-context.js'
+import { clientInfo } from '../../../lib/plugin-kit/testing.js'
 import { fill, parseParams, substitute } from '../params.js'
 
 const client = clientInfo({ clientId: 'c-1', username: 'u 1', ipAddress: '::1' })

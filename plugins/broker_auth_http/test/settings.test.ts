@@ -3,8 +3,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { parseConfigText } from '../../../lib/config/parse.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT, parseConfigText } from '../../../lib/plugin-kit/testing.js'
 import plugin, { describeSettings } from '../index.js'
 import { validate } from './load.js'
 

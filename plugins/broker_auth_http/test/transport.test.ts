@@ -1,7 +1,7 @@
 // What happens when the HTTP server is slow, down or flaky: timeouts,
 // connection refused, retries, keep-alive reuse, the pool limit, failure logs.
 import t from 'tap'
-import { clientInfo } from '../../../test/helpers/plugin-context.js'
+import { clientInfo } from '../../../lib/plugin-kit/testing.js'
 import { load } from './load.js'
 import { deadPort, startAuthServer, until, type AuthServer } from './server.js'
 

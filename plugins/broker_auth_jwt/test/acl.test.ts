@@ -1,8 +1,7 @@
 // client.check_acl answers from the token's acl claim, and their lifetime
 // (authenticate → disconnect, unload).
 import t, { type Test } from 'tap'
-import type { AclAccess, ClientInfo } from '../../../lib/hooks/types.js'
-import { clientInfo } from '../../../test/helpers/plugin-context.js'
+import { clientInfo, type AclAccess, type ClientInfo } from '../../../lib/plugin-kit/testing.js'
 import plugin from '../index.js'
 import { AclTable, PENDING_TTL_MS } from '../acl.js'
 import { load, now, SECRET, sign, type Loaded } from './helpers.js'

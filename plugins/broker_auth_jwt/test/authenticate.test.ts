@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import plugin from '../index.js'
-import { fakeContext } from '../../../test/helpers/plugin-context.js'
+import { fakeContext } from '../../../lib/plugin-kit/testing.js'
 import { b64url, keyPair, load, now, SECRET, settings, sign, tempDir } from './helpers.js'
 
 const ALLOW = { result: 'allow' }

@@ -3,9 +3,7 @@
 import t from 'tap'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { parseConfigText } from '../../../lib/config/parse.js'
-import { readPluginConfigLines, validatePluginConfig } from '../../../lib/plugins/plugin-config.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT, parseConfigText, readPluginConfigLines, validatePluginConfig } from '../../../lib/plugin-kit/testing.js'
 import { expectedClaims, schema, type JwtConfig } from '../config.js'
 
 const FILE = 'etc/plugins/broker_auth_jwt.conf'

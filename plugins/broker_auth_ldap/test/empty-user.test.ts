@@ -6,7 +6,7 @@ import t from 'tap'
 import { startBroker, type TestBroker } from '../../../test/helpers/broker.js'
 import { connackCode } from '../../../test/helpers/servers/outcome.js'
 import { startSlapd } from '../../../test/helpers/servers/slapd.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 
 const DIR = join(INSTALL_ROOT, 'plugins/broker_auth_ldap')
 const ALARM = 'broker_auth_ldap_unavailable'

@@ -5,12 +5,11 @@
 import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import type { BannedEntry } from '../../../lib/access/banned.js'
+import { INSTALL_ROOT, type BannedEntry } from '../../../lib/plugin-kit/testing.js'
 import { startBroker, tempDir } from '../../../test/helpers/broker.js'
 import { closeAll, connect } from '../../../test/helpers/mqtt.js'
 import { connackCode, granted } from '../../../test/helpers/servers/outcome.js'
 import { startSlapd, type SlapdServer } from '../../../test/helpers/servers/slapd.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
 
 const DIR = join(INSTALL_ROOT, 'plugins/broker_auth_ldap')
 let slapd: SlapdServer

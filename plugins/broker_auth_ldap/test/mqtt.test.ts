@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { startBroker } from '../../../test/helpers/broker.js'
 import { connackCode } from '../../../test/helpers/servers/outcome.js'
 import { startSlapd, type SlapdServer } from '../../../test/helpers/servers/slapd.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 
 const DIR = join(INSTALL_ROOT, 'plugins/broker_auth_ldap')
 let slapd: SlapdServer

@@ -7,7 +7,7 @@ import t from 'tap'
 import { freePort, startBroker, type TestBroker } from '../../../test/helpers/broker.js'
 import { concurrentConnects, connackCode } from '../../../test/helpers/servers/outcome.js'
 import { startSlapd } from '../../../test/helpers/servers/slapd.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 
 const DIR = join(INSTALL_ROOT, 'plugins/broker_auth_ldap')
 const SEED = [join(DIR, 'schema.ldif'), join(DIR, 'seed.ldif')]

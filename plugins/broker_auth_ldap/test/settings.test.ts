@@ -3,8 +3,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { parseConfigText } from '../../../lib/config/parse.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT, parseConfigText } from '../../../lib/plugin-kit/testing.js'
 import { escapeDnValue, escapeFilterValue } from '../escape.js'
 import plugin from '../index.js'
 

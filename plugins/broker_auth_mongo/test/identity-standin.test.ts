@@ -4,7 +4,7 @@
 // driver talks to the wire-protocol STAND-IN, not a real mongod.
 import t, { type Test } from 'tap'
 import type { MqttClient } from 'mqtt'
-import type { BannedEntry } from '../../../lib/access/banned.js'
+import type { BannedEntry } from '../../../lib/plugin-kit/testing.js'
 import type { TestBroker } from '../../../test/helpers/broker.js'
 import { connack, digest, granted, MongoStandin, startNode } from './standin-node.js'
 

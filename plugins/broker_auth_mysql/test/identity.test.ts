@@ -3,7 +3,7 @@
 // password, and are then alice for the ACL rows, bans and listings; %c in an
 // ACL row is never a wildcard (issue 14 #4, #8).
 import t from 'tap'
-import type { BannedEntry } from '../../../lib/access/banned.js'
+import type { BannedEntry } from '../../../lib/plugin-kit/testing.js'
 import { addAcl, addUser, brokerWith, client, connack, database, granted } from '../../../test/access/backend/sql-suite.js'
 import { closeAll } from '../../../test/helpers/mqtt.js'
 import { target } from './target.js'

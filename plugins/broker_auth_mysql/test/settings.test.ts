@@ -3,9 +3,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { parseConfigText } from '../../../lib/config/parse.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
-import { fakeContext } from '../../../test/helpers/plugin-context.js'
+import { INSTALL_ROOT, fakeContext, parseConfigText } from '../../../lib/plugin-kit/testing.js'
 import plugin, { type AuthMysqlConfig } from '../index.js'
 import { DEFAULTS } from '../settings.js'
 

@@ -6,7 +6,7 @@ import t from 'tap'
 import { startBroker } from '../../../test/helpers/broker.js'
 import { connackCode } from '../../../test/helpers/servers/outcome.js'
 import { startRedis, type RedisServer } from '../../../test/helpers/servers/redis.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 
 let redis: RedisServer
 t.before(async () => {

@@ -8,7 +8,7 @@ import { startBroker, tempDir, type TestBroker } from '../../../test/helpers/bro
 import { closeAll, connect } from '../../../test/helpers/mqtt.js'
 import { connackCode, granted, pubackCode } from '../../../test/helpers/servers/outcome.js'
 import { startRedis, type RedisServer } from '../../../test/helpers/servers/redis.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 
 const SEED = join(INSTALL_ROOT, 'plugins/broker_auth_redis/seed.redis')
 

@@ -7,7 +7,7 @@ import t from 'tap'
 import { freePort, startBroker, type TestBroker } from '../../../test/helpers/broker.js'
 import { connackCode } from '../../../test/helpers/servers/outcome.js'
 import { startRedis } from '../../../test/helpers/servers/redis.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 
 const SEED = join(INSTALL_ROOT, 'plugins/broker_auth_redis/seed.redis')
 const ALARM = 'broker_auth_redis_unavailable'

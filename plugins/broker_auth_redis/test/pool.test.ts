@@ -6,7 +6,7 @@ import t from 'tap'
 import { startBroker } from '../../../test/helpers/broker.js'
 import { concurrentConnects, connackCode } from '../../../test/helpers/servers/outcome.js'
 import { startRedis, startSentinel } from '../../../test/helpers/servers/redis.js'
-import { INSTALL_ROOT } from '../../../lib/root.js'
+import { INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 
 const SEED = join(INSTALL_ROOT, 'plugins/broker_auth_redis/seed.redis')
 

@@ -1,7 +1,7 @@
 // client.authenticate answers (SPEC §5.2): unknown user → ignore, right
 // password → allow, wrong or missing → deny; and load/unload bookkeeping.
 import t, { type Test } from 'tap'
-import { clientInfo } from '../../../test/helpers/plugin-context.js'
+import { clientInfo } from '../../../lib/plugin-kit/testing.js'
 import plugin, { addUser, listUsers } from '../index.js'
 import { ALICE_BOB, context } from './helpers.js'
 

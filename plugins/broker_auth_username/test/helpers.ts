@@ -1,7 +1,5 @@
 // Test helpers for this plugin: validated settings and a context over a given store.
-import type { PluginStore } from '../../../lib/plugins/contract.js'
-import { fakeContext, memoryStore, type FakeContext } from '../../../test/helpers/plugin-context.js'
-import type { CredentialConfig } from '../../../lib/access/credentials.js'
+import { fakeContext, memoryStore, type CredentialConfig, type FakeContext, type PluginStore } from '../../../lib/plugin-kit/testing.js'
 import plugin from '../index.js'
 
 /** Settings as the host would pass them: validated and converted by the schema (throws on an error). */

@@ -1,7 +1,7 @@
 // Run-time users (broker_ctl users add|update|del|list, the API): kept in the
 // plugin's durable store as pbkdf2 hashes, surviving unload and load.
 import t from 'tap'
-import { clientInfo, memoryStore } from '../../../test/helpers/plugin-context.js'
+import { clientInfo, memoryStore } from '../../../lib/plugin-kit/testing.js'
 import plugin, { CredentialError, addUser, deleteUser, listUsers, updateUser } from '../index.js'
 import { ALICE_BOB, context } from './helpers.js'
 

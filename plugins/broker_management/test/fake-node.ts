@@ -1,7 +1,6 @@
 // A stand-in node service for tests of the server alone: the given members,
 // and the one-node cluster over them that the routes call.
-import { singleNodeCluster } from '../../../lib/cluster/cluster.js'
-import type { NodeService } from '../../../lib/service/node-service.js'
+import { singleNodeCluster, type NodeService } from '../../../lib/plugin-kit/admin.js'
 
 export function withCluster<T extends { name: string }> (node: T): T & { cluster: NodeService['cluster'] } {
   const service = node as unknown as NodeService

@@ -3,11 +3,9 @@ import { readFile } from 'node:fs/promises'
 import { request } from 'node:https'
 import { join } from 'node:path'
 import t from 'tap'
-import { INSTALL_ROOT } from '../../../lib/root.js'
-import { createLogger } from '../../../lib/log.js'
+import { INSTALL_ROOT, createLogger, type PluginContext } from '../../../lib/plugin-kit/admin.js'
 import { freePort } from '../../../test/helpers/broker.js'
 import plugin, { schema, type ManagementConfig } from '../index.js'
-import type { PluginContext } from '../../../lib/plugins/contract.js'
 import { DEFAULT_AUTH, startApiNode } from './api.js'
 
 const ca = await readFile(join(INSTALL_ROOT, 'etc/certs/cacert.pem'))

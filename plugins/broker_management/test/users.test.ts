@@ -1,6 +1,6 @@
 // Administrator users (SPEC §2.17, §5.1): the default user, CRUD, POST /auth without application credentials, passwords hashed.
 import t from 'tap'
-import type { PluginStore } from '../../../lib/plugins/contract.js'
+import type { PluginStore } from '../../../lib/plugin-kit/admin.js'
 import { Users } from '../users.js'
 import { startApiNode } from './api.js'
 

@@ -1,8 +1,7 @@
 // /api/v2 administrator users (SPEC §2.17, §5.1): Basic auth by user (not app), CRUD with 105/106/113, POST /auth
 // 103/104, change_pwd 114; successful checks are remembered briefly and forgotten on a password change.
 import t from 'tap'
-import { hashForStorage } from '../../../lib/access/password-hash.js'
-import { memoryStore } from '../../../test/helpers/plugin-context.js'
+import { hashForStorage, memoryStore } from '../../../lib/plugin-kit/admin.js'
 import { Users, VERIFIED_TTL_MS } from '../users.js'
 import { startV2Node } from './v2-api.js'
 

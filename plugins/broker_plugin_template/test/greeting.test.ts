@@ -1,7 +1,7 @@
 // Unit tests with a fake context: no node, no sockets. The plugin's hook is
 // called directly and what it published is read back from the context.
 import t, { type Test } from 'tap'
-import { clientInfo, fakeContext, type FakeContext } from '../../../test/helpers/plugin-context.js'
+import { clientInfo, fakeContext, type FakeContext } from '../../../lib/plugin-kit/testing.js'
 import plugin, { schema, type TemplateConfig } from '../index.js'
 
 /** Settings as the host would pass them: validated and converted by the schema. */

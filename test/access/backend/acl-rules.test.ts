@@ -1,7 +1,7 @@
 import t from 'tap'
-import { aclRuleOfRow, decideAcl, type AclRule } from '../../../lib/access/backend/acl-rules.js'
+import { aclRuleOfRow, decideAcl, type AclRule } from '../../../lib/plugin-kit/backend/acl-rules.js'
 import type { AclAccess } from '../../../lib/hooks/types.js'
-import { clientInfo } from '../../helpers/plugin-context.js'
+import { clientInfo } from '../../../lib/plugin-kit/fake-context.js'
 
 const alice = clientInfo({ clientId: 'c-alice', username: 'alice', ipAddress: '10.1.2.3' })
 const bob = clientInfo({ clientId: 'c-bob', username: 'bob', ipAddress: '192.168.0.7' })

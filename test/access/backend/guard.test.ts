@@ -1,8 +1,8 @@
 import t from 'tap'
 import { Writable } from 'node:stream'
 import pino from 'pino'
-import { BackendGuard } from '../../../lib/access/backend/guard.js'
-import type { PluginAlarm } from '../../../lib/plugins/contract.js'
+import { BackendGuard } from '../../../lib/plugin-kit/backend/guard.js'
+import type { PluginAlarm } from '../../../lib/plugin-kit/contract.js'
 
 function setup (timeoutMs = 50): { guard: BackendGuard, logs: Array<Record<string, unknown>>, raised: Map<string, PluginAlarm>, cleared: string[] } {
   const logs: Array<Record<string, unknown>> = []

@@ -1,11 +1,11 @@
 import t from 'tap'
-import { BackendGuard } from '../../../lib/access/backend/guard.js'
-import { backendAclChecker, backendAuthenticator, isTrue, type StoredUser } from '../../../lib/access/backend/handlers.js'
-import { passwordChecker } from '../../../lib/access/backend/password.js'
-import type { AclRule } from '../../../lib/access/backend/acl-rules.js'
-import type { QueryValues } from '../../../lib/access/backend/placeholders.js'
+import { BackendGuard } from '../../../lib/plugin-kit/backend/guard.js'
+import { backendAclChecker, backendAuthenticator, isTrue, type StoredUser } from '../../../lib/plugin-kit/backend/handlers.js'
+import { passwordChecker } from '../../../lib/plugin-kit/backend/password.js'
+import type { AclRule } from '../../../lib/plugin-kit/backend/acl-rules.js'
+import type { QueryValues } from '../../../lib/plugin-kit/backend/placeholders.js'
 import { createLogger } from '../../../lib/log.js'
-import { clientInfo } from '../../helpers/plugin-context.js'
+import { clientInfo } from '../../../lib/plugin-kit/fake-context.js'
 
 const logger = createLogger('error', false)
 const alarms = { raise: () => true, clear: () => true }

@@ -2,7 +2,7 @@ import t from 'tap'
 import { createHash, pbkdf2Sync } from 'node:crypto'
 import bcrypt from 'bcryptjs'
 import Joi from 'joi'
-import { passwordChecker, passwordHashSetting, usesSalt } from '../../../lib/access/backend/password.js'
+import { passwordChecker, passwordHashSetting, usesSalt } from '../../../lib/plugin-kit/backend/password.js'
 
 const hex = (alg: string, text: string): string => createHash(alg).update(text).digest('hex')
 

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { fillTemplate, parseTemplate, placeholderValue, sqlWithParameters, valuesOf } from '../../../lib/access/backend/placeholders.js'
-import { clientInfo } from '../../helpers/plugin-context.js'
+import { fillTemplate, parseTemplate, placeholderValue, sqlWithParameters, valuesOf } from '../../../lib/plugin-kit/backend/placeholders.js'
+import { clientInfo } from '../../../lib/plugin-kit/fake-context.js'
 
 const values = { username: 'alice', clientId: 'c1', ipAddress: '10.0.0.1', password: 'pw', certCommonName: 'cn1', certSubject: 'CN=cn1' }
 

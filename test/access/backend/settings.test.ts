@@ -1,6 +1,6 @@
 import t from 'tap'
 import Joi from 'joi'
-import { commonKeys, commonSettings, parseServer, serverSetting, serverText, switchSetting } from '../../../lib/access/backend/settings.js'
+import { commonKeys, commonSettings, parseServer, serverSetting, serverText, switchSetting } from '../../../lib/plugin-kit/backend/settings.js'
 
 const schema = Joi.object({
   ...commonKeys('auth.x'),

@@ -2,7 +2,7 @@
 // own SCRAM server (lib/access/scram.ts): a MongoDB SCRAM payload is exactly
 // RFC 5802's messages, so one implementation serves both.
 import { BSON, type Document } from 'mongodb'
-import { ScramServer, scramFromPassword, type ScramCredentials } from '../../../../lib/access/scram.js'
+import { ScramServer, scramFromPassword, type ScramCredentials } from '../../../../lib/plugin-kit/scram.js'
 
 export interface StandinUser {
   /** the authentication database (`authSource`) */

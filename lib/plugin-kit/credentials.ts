@@ -6,8 +6,9 @@
 // (never plain text). A stored id overrides a configured one of the same name.
 import { TextDecoder } from 'node:util'
 import Joi from 'joi'
-import { hashForStorage, hashPassword, parseHashSpec, verifyPassword, verifyStored } from './password-hash.js'
-import { definePlugin, type AuthenticateAnswer, type AuthenticateRequest, type BrokerPlugin, type ClientInfo, type EnhancedAuthAnswer, type EnhancedAuthRequest, type PluginContext, type PluginStore } from '../plugins/contract.js'
+import { hashForStorage, hashPassword, parseHashSpec, verifyPassword, verifyStored } from '../access/password-hash.js'
+import { definePlugin, type BrokerPlugin, type PluginContext, type PluginStore } from './contract.js'
+import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo, EnhancedAuthAnswer, EnhancedAuthRequest } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import { ScramServer, scramFromPassword, scramFromStored, type ScramCredentials } from './scram.js'
 import { credentialCommand } from './credential-command.js'
@@ -228,9 +229,8 @@ export function scramAuthenticator (table: CredentialTable): (request: EnhancedA
   }
 }
 
-/** A credential plugin and the API the CLI and the management API call on its loaded instance. */
-export interface CredentialPlugin {
-  plugin: BrokerPlugin<CredentialConfig>
+/** What a loaded credential plugin offers (`ctx.provide`): the table the CLI and the management API change. */
+export interface CredentialApi {
   /** Adds an id (stored durably as a pbkdf2 hash); CredentialError `exists` if configured or stored. */
   add: (id: string, password: string) => Promise<void>
   /** Changes a password; for a configured id this stores an overriding entry; `missing` for an unknown id. */
@@ -241,36 +241,24 @@ export interface CredentialPlugin {
   list: () => Promise<string[]>
 }
 
-/** Builds broker_auth_username / broker_auth_clientid: one loaded table at a time; `more` adds further hooks. */
-export function credentialPlugin (kind: CredentialKind, description: string, more?: (ctx: PluginContext<CredentialConfig>, table: CredentialTable) => void): CredentialPlugin {
-  let table: CredentialTable | undefined
-  const loaded = (): CredentialTable => {
-    if (table === undefined) throw new Error(`plugin ${kind.plugin} is not loaded`)
-    return table
-  }
-  const plugin = definePlugin<CredentialConfig>({
+/** Builds broker_auth_username / broker_auth_clientid; `more` adds further hooks. Each load has its own table. */
+export function credentialPlugin (kind: CredentialKind, description: string, more?: (ctx: PluginContext<CredentialConfig>, table: CredentialTable) => void): BrokerPlugin<CredentialConfig> {
+  return definePlugin<CredentialConfig>({
     name: kind.plugin,
     version: '0.1.0',
     description,
     schema: credentialSchema(kind),
     async load (ctx) {
-      if (table !== undefined) throw new Error(`plugin ${kind.plugin} is already loaded`)
-      const opened = await CredentialTable.open(kind, ctx.config, ctx.store, ctx.logger)
-      if (table !== undefined) throw new Error(`plugin ${kind.plugin} is already loaded`)
-      ctx.hooks.add('client.authenticate', authenticator(opened), kind.priority)
-      ctx.commands.add(credentialCommand(opened))
-      more?.(ctx, opened)
-      table = opened
-    },
-    unload () {
-      table = undefined
+      const table = await CredentialTable.open(kind, ctx.config, ctx.store, ctx.logger)
+      ctx.hooks.add('client.authenticate', authenticator(table), kind.priority)
+      ctx.commands.add(credentialCommand(table))
+      more?.(ctx, table)
+      ctx.provide({
+        add: async (id, password) => await table.add(id, password),
+        update: async (id, password) => await table.update(id, password),
+        delete: async (id) => await table.delete(id),
+        list: async () => await table.list()
+      } satisfies CredentialApi)
     }
   })
-  return {
-    plugin,
-    add: async (id, password) => await loaded().add(id, password),
-    update: async (id, password) => await loaded().update(id, password),
-    delete: async (id) => await loaded().delete(id),
-    list: async () => await loaded().list()
-  }
 }

@@ -4,7 +4,7 @@
 // first match decides, an allow rule must cover a requested filter, a deny
 // rule applies when it overlaps it, `%u`/`%c` as whole levels, `eq <topic>`
 // an exact literal match, ipaddr a CIDR.
-import { checkAcl, compileTopicFilter, parseCidr, type AclRule as MatchRule, type AclTopic, type AclWho } from '../acl-match.js'
+import { checkAcl, compileTopicFilter, parseCidr, type AclRule as MatchRule, type AclTopic, type AclWho } from '../../access/acl-match.js'
 import type { CheckAclRequest, Decision } from '../../hooks/types.js'
 
 export interface AclRule {

@@ -1,0 +1,193 @@
+// The plugin contract (v2): what a plugin module exports and what it is given.
+// A plugin is a folder plugins/broker_<name>/ whose index.ts default-exports
+// `definePlugin({...})`. Its settings live in etc/plugins/broker_<name>.conf
+// (`key = value`, validated by `schema`). `load(ctx)` registers everything it
+// opens through `ctx`; the host releases all of it, newest first, when the
+// plugin unloads (or when its load fails), even when one release throws.
+import type { Server as NetServer, Socket as NetSocket } from 'node:net'
+import type { Socket as UdpSocket } from 'node:dgram'
+import type Joi from 'joi'
+import type { HookHandlers, HookName, ClientInfo } from '../hooks/types.js'
+import type { Logger } from '../log.js'
+import type { CtlCommand } from '../ctl/command.js'
+import type { ListenerRecord, NodeService } from '../service/node-service.js'
+
+/** Durable key → string storage of one plugin, kept in the node's store. */
+export interface PluginStore {
+  get: (key: string) => Promise<string | undefined>
+  put: (key: string, value: string) => Promise<void>
+  del: (key: string) => Promise<void>
+  entries: () => AsyncIterable<[string, string]>
+}
+
+export interface PublishRequest {
+  topic: string
+  payload: string | Buffer
+  qos?: 0 | 1 | 2
+  retain?: boolean
+}
+
+/** An alarm a plugin raises (SPEC §2.18; shown by the API and `$SYS/brokers/<node>/alarms/…`). */
+export interface PluginAlarm {
+  /** unique per node; the host clears a plugin's alarms when it unloads */
+  id: string
+  severity: 'notice' | 'warning' | 'error' | 'critical'
+  title: string
+  summary: string
+}
+
+/** A setting's value as the node's configuration holds it. */
+export type SettingValue = string | number | boolean | string[] | undefined
+
+/** What a plugin may read of the node; nothing here changes it. */
+export interface NodeQueries extends Pick<NodeService,
+'connections' | 'connection' | 'sessions' | 'session' | 'subscriptions' | 'clientSubscriptions' | 'routes' | 'route' |
+'metrics' | 'stats' | 'alarms' | 'brokerInfo' | 'nodeStats' | 'health' | 'banned'> {
+  readonly name: string
+  /** a connected client, or undefined */
+  client: (clientId: string) => ClientInfo | undefined
+  /** every client connected to this node */
+  clients: () => ClientInfo[]
+  /** a node setting (`mqtt.max_packet_size` …); the cluster's secrets read as undefined */
+  setting: (key: string) => SettingValue
+  /** calls `onChange` each time the node setting changes at run time; stops when the plugin unloads */
+  watch: (key: string, onChange: (value: SettingValue) => void) => void
+}
+
+/** What a plugin may do to the broker's traffic. */
+export interface BrokerActions {
+  /** publish as the node (no client, no ACL check) */
+  publish: (message: PublishRequest) => Promise<void>
+  /** subscribe a connected client here, as if it had asked */
+  subscribe: (clientId: string, filter: string, qos: 0 | 1 | 2) => Promise<void>
+  unsubscribe: (clientId: string, filter: string) => Promise<void>
+  /** disconnects a client connected here (v5: DISCONNECT 0x98); false when it is not connected here */
+  kick: (clientId: string) => boolean
+}
+
+/** A route the management API serves under /api/v3 for a plugin (e.g. `GET /nodes/{node}/recon`). */
+export interface PluginRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE'
+  /** hapi-style, under /api/v3: `/delayed/{id}` */
+  path: string
+  /** 'read' routes are open to the viewer role too; default 'write' for anything but GET */
+  access?: 'read' | 'write'
+  /** answers the `data` of `{"code": 0, "data": …}`; throw a RouteError for a SPEC §7 failure */
+  handler: (request: PluginRouteRequest) => unknown
+}
+
+export interface PluginRouteRequest {
+  params: Record<string, string>
+  query: Record<string, string>
+  payload: unknown
+}
+
+/** A route failure: `code` is a SPEC §7 code, `status` the HTTP status (default 400). */
+export class RouteError extends Error {
+  constructor (readonly code: number, message: string, readonly status = 400) {
+    super(message)
+    this.name = 'RouteError'
+  }
+}
+
+/** What a capability grants; a plugin names the capabilities it needs in its manifest. */
+export interface Capabilities {
+  /** plugins, settings, banned entries, drain, the cluster: the management API's operations */
+  administration: NodeService
+}
+export type CapabilityName = keyof Capabilities
+
+/** A timer the host clears when the plugin unloads. */
+export interface PluginTimer { cancel: () => void }
+
+/** Something the host closes when the plugin unloads: a net/http/tls server, a UDP socket. */
+export type PluginServer = NetServer | UdpSocket
+/** A connection the host destroys when the plugin unloads, unless it closed before. */
+export type PluginSocket = NetSocket | UdpSocket
+
+export interface PluginContext<C> {
+  readonly name: string
+  /** the plugin's settings, validated and converted by its schema; live settings change in place */
+  readonly config: C
+  readonly logger: Logger
+  /** the install root, for resolving relative file paths in settings */
+  readonly root: string
+  readonly store: PluginStore
+  readonly hooks: {
+    /** Higher priority runs first; equal priorities run in data/loaded_plugins order. */
+    add: <H extends HookName>(hook: H, handler: HookHandlers[H], priority?: number) => void
+  }
+  readonly routes: {
+    /** served by broker_management while both are loaded */
+    add: (route: PluginRoute) => void
+  }
+  readonly commands: {
+    /** a `broker_ctl` command (e.g. `users`) */
+    add: (command: CtlCommand) => void
+  }
+  readonly listeners: {
+    /** a listener the plugin serves, listed with the node's (SPEC §2.10); `report` is read at each listing */
+    add: (report: () => ListenerRecord) => void
+  }
+  readonly alarms: {
+    /** false when it is raised already */
+    raise: (alarm: PluginAlarm) => boolean
+    /** false when it was not raised */
+    clear: (id: string) => boolean
+  }
+  readonly timers: {
+    setTimeout: (run: () => void, ms: number) => PluginTimer
+    setInterval: (run: () => void, ms: number) => PluginTimer
+  }
+  readonly servers: {
+    /** closed (and its open connections destroyed) when the plugin unloads */
+    add: <S extends PluginServer>(server: S) => S
+  }
+  readonly sockets: {
+    /** destroyed when the plugin unloads, unless it closed before */
+    add: <S extends PluginSocket>(socket: S) => S
+  }
+  /** `run(value)` when a live setting of this plugin (schema `.meta({ live: true })`) changes at run time */
+  onSettingChange: <K extends keyof C & string>(key: K, run: (value: C[K]) => void) => void
+  /**
+   * Offers an API of this load to the node's other parts while the plugin is
+   * loaded (e.g. broker_auth_username's user table, which the management API
+   * calls): the host hands it out by plugin name, and drops it at unload.
+   */
+  provide: (api: object) => void
+  /** extra cleanup, run with the other releases (newest first) when the plugin unloads */
+  onUnload: (release: () => void | Promise<void>) => void
+  readonly node: NodeQueries
+  readonly broker: BrokerActions
+  /** a capability the manifest names; throws for one it does not */
+  capability: <N extends CapabilityName>(name: N) => Capabilities[N]
+}
+
+export interface BrokerPlugin<C = Record<string, unknown>> {
+  name: string
+  version: string
+  description: string
+  /** a Joi object over the flat setting keys, e.g. `'auth.http.auth_req'`; `.meta({ live: true })` on a key makes it live */
+  schema: Joi.ObjectSchema<C>
+  /** capabilities beyond the plugin view, granted by name (`administration`: broker_management) */
+  capabilities?: readonly CapabilityName[]
+  /** registers everything through `ctx`; what it opens is released by the host */
+  load: (ctx: PluginContext<C>) => void | Promise<void>
+  /**
+   * What `load` would refuse beyond the schema (a file it reads, a key it
+   * parses), checked before settings changed at run time are saved: throws
+   * an Error saying why. `root` is the install root relative paths start at.
+   */
+  check?: (config: C, root: string) => void | Promise<void>
+}
+
+/** Types a plugin module's default export. */
+export function definePlugin<C> (plugin: BrokerPlugin<C>): BrokerPlugin<C> {
+  return plugin
+}
+
+/** The keys of a plugin schema marked `.meta({ live: true })`. */
+export function liveKeys (schema: Joi.ObjectSchema): Set<string> {
+  const keys = (schema.describe().keys ?? {}) as Record<string, { metas?: Array<{ live?: boolean }> }>
+  return new Set(Object.entries(keys).filter(([, d]) => d.metas?.some((m) => m.live === true)).map(([k]) => k))
+}

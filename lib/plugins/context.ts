@@ -1,0 +1,228 @@
+// Builds the context one plugin load is given. Everything registered through
+// it pushes its release onto that load's stack (releases.ts), so the host can
+// take the whole load back, newest first, when the plugin unloads.
+import type { Server as NetServer, Socket as NetSocket } from 'node:net'
+import type { Socket as UdpSocket } from 'node:dgram'
+import type { HookRegistry } from '../hooks/registry.js'
+import type { CommandRegistry } from '../ctl/registry.js'
+import type { Config } from '../config/store.js'
+import type { ClientInfo } from '../hooks/types.js'
+import { followingChild, type Logger } from '../log.js'
+import type { ListenerRecord, NodeService } from '../service/node-service.js'
+import type { BrokerActions, BrokerPlugin, CapabilityName, Capabilities, NodeQueries, PluginAlarm, PluginContext, PluginServer, PluginSocket, PluginStore, PublishRequest, SettingValue } from '../plugin-kit/contract.js'
+import type { PluginRoutes } from './plugin-routes.js'
+import { Releases } from './releases.js'
+
+/** What the host shares with every load. */
+export interface ContextDeps {
+  hooks: HookRegistry
+  commands: CommandRegistry
+  routes: PluginRoutes
+  /** the listeners plugins serve (SPEC §2.10), read at each listing */
+  listeners: Set<() => ListenerRecord>
+  alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
+  /** the node's settings */
+  config: Config
+  service: NodeService
+  /** connected clients' ClientInfo */
+  clients: () => ClientInfo[]
+  publish: (message: PublishRequest) => Promise<void>
+  store: (plugin: string) => PluginStore
+  logger: Logger
+  root: string
+}
+
+/** Settings the plugin view never shows: a plugin is not given the cluster's keys. */
+const SECRET_SETTINGS: ReadonlySet<string> = new Set(['cluster.cookie', 'cluster.redis.password'])
+
+/** One load of one plugin: its context, its releases, and its live settings' watchers. */
+export class PluginLoad<C> {
+  readonly releases = new Releases()
+  readonly context: PluginContext<C>
+  readonly #settingWatchers = new Map<string, Array<(value: unknown) => void>>()
+  /** what the load offered through `ctx.provide` */
+  api: object | undefined
+  #config: C
+
+  constructor (plugin: BrokerPlugin<C>, config: C, deps: ContextDeps) {
+    this.#config = config
+    this.context = this.#build(plugin, deps)
+  }
+
+  get config (): C {
+    return this.#config
+  }
+
+  /** Whether every changed key has a watcher; then `applyLive` changes them without a reload. */
+  canApplyLive (changed: string[]): boolean {
+    return changed.length > 0 && changed.every((key) => this.#settingWatchers.has(key))
+  }
+
+  /** Takes the new settings in place and tells each changed key's watchers. */
+  applyLive (config: C, changed: string[]): void {
+    this.#config = config
+    for (const key of changed) {
+      for (const run of this.#settingWatchers.get(key) ?? []) run((config as Record<string, unknown>)[key])
+    }
+  }
+
+  #build (plugin: BrokerPlugin<C>, deps: ContextDeps): PluginContext<C> {
+    const { name } = plugin
+    const releases = this.releases
+    const { logger, release: unfollow } = followingChild(deps.logger, { plugin: name })
+    releases.push('logger', unfollow)
+    const granted = new Set<CapabilityName>(plugin.capabilities ?? [])
+    const load = this
+    return {
+      name,
+      get config () { return load.config },
+      logger,
+      root: deps.root,
+      store: deps.store(name),
+      hooks: { add: (hook, handler, priority) => releases.push(`hook ${hook}`, deps.hooks.add(hook, handler, name, priority)) },
+      routes: { add: (route) => releases.push(`route ${route.method} ${route.path}`, deps.routes.add(name, route)) },
+      commands: { add: (command) => releases.push(`command ${command.name}`, deps.commands.add(command, name)) },
+      listeners: {
+        add: (report) => {
+          const entry = (): ListenerRecord => report()
+          deps.listeners.add(entry)
+          releases.push('listener', () => { deps.listeners.delete(entry) })
+        }
+      },
+      alarms: {
+        raise: (alarm) => {
+          const raised = deps.alarms.raise(alarm)
+          if (raised) releases.push(`alarm ${alarm.id}`, () => { deps.alarms.clear(alarm.id) })
+          return raised
+        },
+        clear: (id) => deps.alarms.clear(id)
+      },
+      timers: timers(releases),
+      servers: { add: (server) => trackServer(releases, server) },
+      sockets: { add: (socket) => track(releases, 'socket', socket, destroySocket) },
+      onSettingChange: (key, run) => {
+        this.#settingWatchers.set(key, [...this.#settingWatchers.get(key) ?? [], run as (value: unknown) => void])
+      },
+      provide: (api) => {
+        this.api = api
+        releases.push('api', () => { this.api = undefined })
+      },
+      onUnload: (run) => releases.push('onUnload', run),
+      node: nodeQueries(deps, releases),
+      broker: brokerActions(deps),
+      capability: <N extends CapabilityName>(capability: N): Capabilities[N] => {
+        if (!granted.has(capability)) throw new Error(`plugin ${name} is not granted ${capability}: name it in the plugin's capabilities`)
+        return deps.service
+      }
+    }
+  }
+}
+
+function nodeQueries (deps: ContextDeps, releases: Releases): NodeQueries {
+  const service = deps.service
+  const setting = (key: string): SettingValue => SECRET_SETTINGS.has(key) ? undefined : deps.config.get(key as never) as SettingValue
+  return {
+    get name () { return service.name },
+    client: (clientId) => service.client(clientId),
+    clients: deps.clients,
+    setting,
+    watch: (key, onChange) => {
+      const listener = (changed: string): void => { if (changed === key) onChange(setting(key)) }
+      deps.config.on('change', listener)
+      releases.push(`watch ${key}`, () => { deps.config.off('change', listener) })
+    },
+    connections: () => service.connections(),
+    connection: (clientId) => service.connection(clientId),
+    sessions: async () => await service.sessions(),
+    session: async (clientId) => await service.session(clientId),
+    subscriptions: () => service.subscriptions(),
+    clientSubscriptions: (clientId) => service.clientSubscriptions(clientId),
+    routes: () => service.routes(),
+    route: (topic) => service.route(topic),
+    metrics: () => service.metrics(),
+    stats: () => service.stats(),
+    alarms: () => service.alarms(),
+    brokerInfo: () => service.brokerInfo(),
+    nodeStats: async (listForm) => await service.nodeStats(listForm),
+    health: (options) => service.health(options),
+    banned: () => service.banned()
+  }
+}
+
+function brokerActions (deps: ContextDeps): BrokerActions {
+  const service = deps.service
+  return {
+    publish: deps.publish,
+    subscribe: async (clientId, filter, qos) => await service.subscribe(clientId, filter, qos),
+    unsubscribe: async (clientId, filter) => await service.unsubscribe(clientId, filter),
+    kick: (clientId) => service.kick(clientId)
+  }
+}
+
+/** Timers cleared at unload; a timeout that fired is forgotten. */
+function timers (releases: Releases): PluginContext<unknown>['timers'] {
+  const live = new Set<NodeJS.Timeout>()
+  releases.push('timers', () => {
+    for (const timer of live) clearTimeout(timer)
+    live.clear()
+  })
+  const cancel = (timer: NodeJS.Timeout) => () => {
+    clearTimeout(timer)
+    live.delete(timer)
+  }
+  return {
+    setTimeout: (run, ms) => {
+      const timer: NodeJS.Timeout = setTimeout(() => {
+        live.delete(timer)
+        run()
+      }, ms)
+      live.add(timer)
+      return { cancel: cancel(timer) }
+    },
+    setInterval: (run, ms) => {
+      const timer = setInterval(run, ms)
+      live.add(timer)
+      return { cancel: cancel(timer) }
+    }
+  }
+}
+
+function track<T> (releases: Releases, what: string, thing: T, close: (thing: T) => Promise<void>): T {
+  releases.push(what, async () => { await close(thing) })
+  return thing
+}
+
+/** A server the load opened: closed at unload with every connection it still has (a close waits for them otherwise). */
+function trackServer<S extends PluginServer> (releases: Releases, server: S): S {
+  if (isUdp(server)) return track(releases, 'udp socket', server, destroySocket)
+  const open = new Set<NetSocket>()
+  server.on('connection', (socket: NetSocket) => {
+    open.add(socket)
+    socket.once('close', () => open.delete(socket))
+  })
+  releases.push('server', async () => {
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve())
+      for (const socket of open) socket.destroy()
+    })
+  })
+  return server
+}
+
+async function destroySocket (socket: PluginSocket): Promise<void> {
+  if (isUdp(socket)) {
+    await new Promise<void>((resolve) => {
+      try {
+        socket.close(() => resolve())
+      } catch {
+        resolve() // closed already
+      }
+    })
+    return
+  }
+  if (!socket.destroyed) socket.destroy()
+}
+
+function isUdp (thing: PluginServer | PluginSocket): thing is UdpSocket {
+  return typeof (thing as UdpSocket).send === 'function' && typeof (thing as UdpSocket).setBroadcast === 'function'
+}
