@@ -112,7 +112,7 @@ export class PluginLoad<C> {
       broker: brokerActions(deps),
       capability: <N extends CapabilityName>(capability: N): Capabilities[N] => {
         if (!granted.has(capability)) throw new Error(`plugin ${name} is not granted ${capability}: name it in the plugin's capabilities`)
-        return deps.service
+        return { node: deps.service, pluginRoutes: deps.routes }
       }
     }
   }
