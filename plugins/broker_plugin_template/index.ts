@@ -84,7 +84,7 @@ export function templateCommand (counts: Greetings): CtlCommand {
 export default definePlugin<TemplateConfig>({
   // must equal the folder name: the host finds plugins by folder and checks this
   name: 'broker_plugin_template',
-  version: '0.2.0',
+  version: '0.1.0',
   description: 'Example plugin: publishes a greeting when a client connects',
   schema,
 

@@ -20,7 +20,7 @@ async function loaded (t: Test, raw: Record<string, string> = {}): Promise<FakeC
 
 t.test('the default export is a plugin named after its folder', async (t) => {
   t.equal(plugin.name, 'broker_plugin_template')
-  t.equal(plugin.version, '0.2.0')
+  t.equal(plugin.version, '0.1.0')
   t.type(plugin.description, 'string')
 })
 
