@@ -5,7 +5,7 @@
 // `<plugin>_unavailable` — until a call that started after the outage began
 // succeeds, which logs the recovery and clears the alarm.
 import type { Logger } from '../../log.js'
-import type { PluginContext } from '../../plugin-kit/contract.js'
+import type { PluginContext } from '../contract.js'
 
 export interface GuardOptions {
   plugin: string
