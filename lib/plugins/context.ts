@@ -1,7 +1,7 @@
 // Builds the context one plugin load is given. Everything registered through
 // it pushes its release onto that load's stack (releases.ts), so the host can
 // take the whole load back, newest first, when the plugin unloads.
-import type { Server as NetServer, Socket as NetSocket } from 'node:net'
+import type { Socket as NetSocket } from 'node:net'
 import type { Socket as UdpSocket } from 'node:dgram'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
@@ -9,7 +9,7 @@ import type { Config } from '../config/store.js'
 import type { ClientInfo } from '../hooks/types.js'
 import { followingChild, type Logger } from '../log.js'
 import type { ListenerRecord, NodeService } from '../service/node-service.js'
-import type { BrokerActions, BrokerPlugin, CapabilityName, Capabilities, NodeQueries, PluginAlarm, PluginContext, PluginServer, PluginSocket, PluginStore, PublishRequest, SettingValue } from '../plugin-kit/contract.js'
+import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest, type SettingValue } from '../plugin-kit/contract.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
 
@@ -44,8 +44,11 @@ export class PluginLoad<C> {
   api: object | undefined
   #config: C
 
+  readonly #live: Set<string>
+
   constructor (plugin: BrokerPlugin<C>, config: C, deps: ContextDeps) {
     this.#config = config
+    this.#live = liveKeys(plugin.schema)
     this.context = this.#build(plugin, deps)
   }
 
@@ -53,9 +56,9 @@ export class PluginLoad<C> {
     return this.#config
   }
 
-  /** Whether every changed key has a watcher; then `applyLive` changes them without a reload. */
+  /** Whether every changed key is live (schema `.meta({ live: true })`); then `applyLive` changes them without a reload. */
   canApplyLive (changed: string[]): boolean {
-    return changed.length > 0 && changed.every((key) => this.#settingWatchers.has(key))
+    return changed.length > 0 && changed.every((key) => this.#live.has(key))
   }
 
   /** Takes the new settings in place and tells each changed key's watchers. */
@@ -72,10 +75,10 @@ export class PluginLoad<C> {
     const { logger, release: unfollow } = followingChild(deps.logger, { plugin: name })
     releases.push('logger', unfollow)
     const granted = new Set<CapabilityName>(plugin.capabilities ?? [])
-    const load = this
+    const current = (): C => this.#config
     return {
       name,
-      get config () { return load.config },
+      get config () { return current() },
       logger,
       root: deps.root,
       store: deps.store(name),
@@ -101,6 +104,7 @@ export class PluginLoad<C> {
       servers: { add: (server) => trackServer(releases, server) },
       sockets: { add: (socket) => track(releases, 'socket', socket, destroySocket) },
       onSettingChange: (key, run) => {
+        if (!this.#live.has(key)) throw new Error(`${name}: ${key} is not a live setting (mark it .meta({ live: true }) in the schema)`)
         this.#settingWatchers.set(key, [...this.#settingWatchers.get(key) ?? [], run as (value: unknown) => void])
       },
       provide: (api) => {
