@@ -83,7 +83,7 @@ export interface SettingItem {
   required: boolean
 }
 
-const DESCRIPTIONS: ReadonlyArray<[key: string, desc: string]> = [
+const DESCRIPTIONS: ReadonlyArray<readonly [key: string, desc: string]> = Object.freeze([
   ['auth.http.auth_req', 'URL of the authentication request'],
   ['auth.http.auth_req.method', 'HTTP method of the authentication request: get | post'],
   ['auth.http.auth_req.params', 'Parameters of the authentication request: comma-separated name=value pairs; variables %u username, %c client id, %a IP address, %P password'],
@@ -93,7 +93,7 @@ const DESCRIPTIONS: ReadonlyArray<[key: string, desc: string]> = [
   ['auth.http.acl_req', 'URL of the ACL request (empty: no ACL check by HTTP)'],
   ['auth.http.acl_req.method', 'HTTP method of the ACL request: get | post'],
   ['auth.http.acl_req.params', 'Parameters of the ACL request: comma-separated name=value pairs; variables %A access (1 subscribe, 2 publish), %u username, %c client id, %a IP address, %t topic']
-]
+])
 
 /**
  * The nine request settings as §2.15 items. `settings` is what the conf file
