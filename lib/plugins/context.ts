@@ -92,14 +92,7 @@ export class PluginLoad<C> {
           releases.push('listener', () => { deps.listeners.delete(entry) })
         }
       },
-      alarms: {
-        raise: (alarm) => {
-          const raised = deps.alarms.raise(alarm)
-          if (raised) releases.push(`alarm ${alarm.id}`, () => { deps.alarms.clear(alarm.id) })
-          return raised
-        },
-        clear: (id) => deps.alarms.clear(id)
-      },
+      alarms: alarms(deps, releases),
       timers: timers(releases),
       servers: { add: (server) => trackServer(releases, server) },
       sockets: { add: (socket) => track(releases, 'socket', socket, destroySocket) },
@@ -160,6 +153,26 @@ function brokerActions (deps: ContextDeps): BrokerActions {
     subscribe: async (clientId, filter, qos) => await service.subscribe(clientId, filter, qos),
     unsubscribe: async (clientId, filter) => await service.unsubscribe(clientId, filter),
     kick: (clientId) => service.kick(clientId)
+  }
+}
+
+/** Alarms cleared at unload: one release for all of them, so an alarm raised and cleared again and again adds nothing. */
+function alarms (deps: ContextDeps, releases: Releases): PluginContext<unknown>['alarms'] {
+  const raised = new Set<string>()
+  releases.push('alarms', () => {
+    for (const id of raised) deps.alarms.clear(id)
+    raised.clear()
+  })
+  return {
+    raise: (alarm) => {
+      const fresh = deps.alarms.raise(alarm)
+      if (fresh) raised.add(alarm.id)
+      return fresh
+    },
+    clear: (id) => {
+      raised.delete(id)
+      return deps.alarms.clear(id)
+    }
   }
 }
 

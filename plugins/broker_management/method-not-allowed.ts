@@ -4,7 +4,7 @@
 import type Hapi from '@hapi/hapi'
 import { PLUGIN_ROUTES_PATH } from './plugin-routes.js'
 
-const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
+const METHODS = Object.freeze(['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const)
 
 /** The methods `server` answers at `path` (HEAD with GET, as hapi serves it); empty when none. */
 export function allowedMethods (server: Hapi.Server, path: string): string[] {

@@ -12,7 +12,7 @@ import { allows, forbidden, type Role } from './roles.js'
 /** The catch-all's hapi path; method-not-allowed.ts does not count it as serving a path. */
 export const PLUGIN_ROUTES_PATH = '/api/v3/{pluginPath*}'
 
-const METHODS = ['GET', 'POST', 'PUT', 'DELETE'] as const
+const METHODS = Object.freeze(['GET', 'POST', 'PUT', 'DELETE'] as const)
 
 export interface PluginRouteTable {
   match: (method: string, path: string) => PluginRouteMatch | undefined

@@ -170,7 +170,7 @@ async function existingApp (apps: Apps, appId: string): Promise<App> {
   return app
 }
 
-export const routes: readonly Route[] = [
+export const routes: readonly Route[] = Object.freeze([
   // --- the API itself ---
   {
     method: 'GET', path: '/', name: 'list_apis', role: 'viewer', descr: 'List every operation of the API',
@@ -580,4 +580,4 @@ export const routes: readonly Route[] = [
       return OK
     }
   }
-]
+])
