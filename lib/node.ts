@@ -234,7 +234,7 @@ export class BrokerNode {
         await node.stop()
         throw err
       }
-      await clustering.announce(listeners.find((l) => l.protocol === 'mqtt:tcp')?.address.port)
+      await clustering.announce(listeners.find((l) => l.id === 'mqtt:tcp:external')?.address.port)
       await node.#openControl(controlSocketPath(dataDir))
       lifecycle.set('running')
       logger.info({ node: node.name, dataDir }, 'broker node is running')
