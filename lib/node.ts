@@ -228,7 +228,7 @@ export class BrokerNode {
       try {
         for (const listener of listeners) {
           await listener.start()
-          logger.info({ listener: listener.protocol, address: `${listener.address.host}:${listener.address.port}` }, 'listener started')
+          logger.info({ listener: listener.id, address: `${listener.address.host}:${listener.address.port}` }, 'listener started')
         }
       } catch (err) {
         await node.stop()
