@@ -5,11 +5,11 @@ import { EventEmitter } from 'node:events'
 import { ConfigError, type ConfigLine } from './parse.js'
 import type { ConfigOverrides } from './overrides.js'
 import { LISTENER_TYPES, listenerKeyParts, listenerPrefix, listenerSchema, unknownListenerKey, type ListenerType } from './listener-settings.js'
-import { canonicalKey, schema, settingOf, type AnyKey, type Canonical, type SettingKey, type SettingValue } from './schema.js'
+import { canonicalKey, schema, settingOf, type AnyKey, type Canonical, type SettingValue } from './schema.js'
 import type { SettingKind } from './types.js'
 
 /** `key`: a schema key or a key of a listener named in the configuration (`listener.tcp.internal…`). */
-export interface ConfigItem { key: SettingKey, value: string, datatype: string, app: string, kind: SettingKind, origin: string }
+export interface ConfigItem { key: string, value: string, datatype: string, app: string, kind: SettingKind, origin: string }
 
 /** A listener the configuration names (open unless its address is `off`). */
 export interface ListenerEntry { type: ListenerType, name: string }
@@ -53,13 +53,13 @@ export class Config extends EventEmitter {
   set (key: string, value: string, origin = 'runtime'): void {
     this.#store(key, value, origin)
     const name = canonicalKey(key)
-    this.emit('change', name, this.#values.get(name as SettingKey))
+    this.emit('change', name, this.#values.get(name))
   }
 
   items (): ConfigItem[] {
     return [...this.#raw].map(([key, { value, origin }]) => {
       const { datatype, app, kind } = settingOf(key)!
-      return { key: key as SettingKey, value, datatype, app, kind, origin }
+      return { key, value, datatype, app, kind, origin }
     })
   }
 
