@@ -154,3 +154,15 @@ t.test('listeners are ordered by type, external first, whatever the order of the
   t.same(config.mqttListeners().map(({ type, name }) => `${type}.${name}`), ['tcp.external', 'tcp.internal', 'ssl.external', 'ws.external', 'ws.b', 'ws.a', 'wss.external'])
   t.equal(config.items().filter((i) => i.key.startsWith('listener.tcp.internal')).length, 7, 'a named listener has every key of its type')
 })
+
+t.test('any type takes more listeners: a second WebSocket listener with its own path', async (t) => {
+  const broker = await startBroker({ 'listener.ws.internal': '127.0.0.1:0', 'listener.ws.internal.mqtt_path': '/inside', 'listener.ws.internal.zone': 'internal' }, ['tcp', 'ws'])
+  t.teardown(broker.stop)
+  const [external, internal] = broker.node.listeners.filter((l) => l.protocol === 'mqtt:ws')
+  t.same([external.id, internal.id], ['mqtt:ws:external', 'mqtt:ws:internal'])
+  const inside = await connect(`ws://127.0.0.1:${internal.address.port}/inside`, { clientId: 'ws-inside' })
+  const outside = await connect(`ws://127.0.0.1:${external.address.port}/mqtt`, { clientId: 'ws-outside' })
+  t.teardown(() => closeAll(inside, outside))
+  t.ok(inside.connected && outside.connected, 'each at its own path')
+  t.same([external.gate.counters.current, internal.gate.counters.current], [1, 1], 'each counts its own')
+})
