@@ -230,13 +230,13 @@ export class BrokerNode {
       try {
         for (const listener of listeners) {
           await listener.start()
-          logger.info({ listener: listener.protocol, address: `${listener.address.host}:${listener.address.port}` }, 'listener started')
+          logger.info({ listener: listener.id, address: `${listener.address.host}:${listener.address.port}` }, 'listener started')
         }
       } catch (err) {
         await node.stop()
         throw err
       }
-      await clustering.announce(listeners.find((l) => l.protocol === 'mqtt:tcp')?.address.port)
+      await clustering.announce(listeners.find((l) => l.id === 'mqtt:tcp:external')?.address.port)
       await node.#openControl(controlSocketPath(dataDir))
       lifecycle.set('running')
       logger.info({ node: node.name, dataDir }, 'broker node is running')

@@ -321,7 +321,7 @@ export class NodeService {
   listeners (): ListenerRecord[] {
     const mqtt = this.parts.listeners().map((l): ListenerRecord => {
       const closed = l.gate.counters.closed
-      const kicked = this.#kicked.get(l.protocol) ?? 0
+      const kicked = this.#kicked.get(l.id) ?? 0
       return {
         protocol: l.protocol,
         listen_on: `${l.address.host}:${l.address.port}`,
@@ -504,8 +504,8 @@ export class NodeService {
     const client = this.#onlineClient(clientId)
     if (client === undefined) return false
     noteDisconnectReason(client, 'kicked')
-    const protocol = connInfo(client.conn)?.protocol
-    if (protocol !== undefined) this.#kicked.set(protocol, (this.#kicked.get(protocol) ?? 0) + 1)
+    const listener = connInfo(client.conn)?.listener
+    if (listener !== undefined) this.#kicked.set(listener, (this.#kicked.get(listener) ?? 0) + 1)
     client.disconnect({ reasonCode: MQTT5_ADMINISTRATIVE_ACTION })
     return true
   }
