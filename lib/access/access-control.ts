@@ -58,18 +58,17 @@ export class AccessControl {
   check (state: ClientState, access: AclAccess, topic: string): boolean | Promise<boolean> {
     if (state.info.isSuperuser) return true
     const caching = this.config.get('mqtt.cache_acl')
-    const key = (access === 'publish' ? 'p:' : 's:') + topic
     if (caching) {
-      const hit = state.aclCache.get(key)
+      const hit = state.aclCache.get(access, topic)
       if (hit !== undefined && hit.expiresAt > Date.now()) return hit.allow
     }
     const checked = access === 'subscribe' ? unsharedFilter(topic) : topic
     if (!this.hooks.has('client.check_acl')) {
-      return this.#remember(state, key, caching, this.#fromFile(state.info, access, checked))
+      return this.#remember(state, access, topic, caching, this.#fromFile(state.info, access, checked))
     }
     const allowed = runChain(this.hooks.handlers('client.check_acl'), { client: state.info, access, topic: checked }, this.#chain, undefined)
-    if (typeof allowed === 'boolean') return this.#remember(state, key, caching, allowed)
-    return allowed.then((allow) => this.#remember(state, key, caching, allow))
+    if (typeof allowed === 'boolean') return this.#remember(state, access, topic, caching, allowed)
+    return allowed.then((allow) => this.#remember(state, access, topic, caching, allow))
   }
 
   /** Forgets one topic's cached answers (both actions), or all of them. */
@@ -78,8 +77,8 @@ export class AccessControl {
       state.aclCache.clear()
       return
     }
-    state.aclCache.delete('p:' + topic)
-    state.aclCache.delete('s:' + topic)
+    state.aclCache.delete('publish', topic)
+    state.aclCache.delete('subscribe', topic)
   }
 
   #fromFile (client: ClientInfo, access: AclAccess, topic: string): boolean {
@@ -87,13 +86,9 @@ export class AccessControl {
     return decision === 'nomatch' ? this.config.get('mqtt.acl_nomatch') === 'allow' : decision === 'allow'
   }
 
-  #remember (state: ClientState, key: string, caching: boolean, allow: boolean): boolean {
-    if (!caching) return allow
-    const cache = state.aclCache
-    cache.delete(key)
-    cache.set(key, { allow, expiresAt: Date.now() + this.config.get('mqtt.acl_cache_ttl') })
-    if (cache.size > this.config.get('mqtt.acl_cache_max_size')) {
-      cache.delete(cache.keys().next().value as string)
+  #remember (state: ClientState, access: AclAccess, topic: string, caching: boolean, allow: boolean): boolean {
+    if (caching) {
+      state.aclCache.set(access, topic, allow, Date.now() + this.config.get('mqtt.acl_cache_ttl'), this.config.get('mqtt.acl_cache_max_size'))
     }
     return allow
   }
