@@ -92,7 +92,7 @@ export class BrokerNode {
   /** starting → running → draining → stopping → stopped; what /status and the drain read */
   readonly lifecycle: NodeLifecycle
   /** the started parts' stops (lib/lifecycle.ts) */
-  readonly #parts: StartStopStack
+  readonly #started: StartStopStack
   #stopping: Promise<void> | null = null
 
   private constructor (readonly config: Config, readonly logger: Logger, parts: Parts, started: StartStopStack) {
@@ -111,7 +111,7 @@ export class BrokerNode {
     this.commands = parts.commands
     this.service = parts.service
     this.lifecycle = parts.lifecycle
-    this.#parts = started
+    this.#started = started
   }
 
   get name (): string {
@@ -270,7 +270,7 @@ export class BrokerNode {
 
   async #stop (): Promise<void> {
     this.lifecycle.set('stopping')
-    await this.#parts.stop()
+    await this.#started.stop()
     this.lifecycle.set('stopped')
     this.logger.info({ node: this.name }, 'broker node stopped')
   }
