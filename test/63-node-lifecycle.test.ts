@@ -6,8 +6,13 @@ import { once } from 'node:events'
 import { rm } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import t, { type Test } from 'tap'
-import { FIXTURE_PLUGINS, freePort, startBroker, tempDir } from './helpers/broker.js'
-import { live } from './fixtures/plugins/broker_fixture_live/index.js'
+import { join } from 'node:path'
+import { freePort, startBroker, tempDir } from './helpers/broker.js'
+import { INSTALL_ROOT } from '../lib/root.js'
+import { live } from './fixtures/lifecycle-plugins/broker_fixture_live/index.js'
+
+// apart from test/fixtures/plugins, whose listing test/12 checks
+const LIFECYCLE_PLUGINS = join(INSTALL_ROOT, 'test', 'fixtures', 'lifecycle-plugins')
 
 /** The process's lasting resources (sockets, servers, timers), without the file system requests in flight. */
 async function resources (): Promise<string[]> {
@@ -56,7 +61,7 @@ t.test('a start failing at its listeners unwinds everything: store lock, sockets
   const plugins = { broker_fixture_live: {}, broker_management: { 'management.listener.http': `127.0.0.1:${http}` } }
   // the TCP listener opens, then the WebSocket one finds its port taken
   const settings = { 'listener.tcp.external': `127.0.0.1:${tcp}`, 'listener.ws.external': `127.0.0.1:${busyPort}` }
-  await t.rejects(startBroker(settings, ['tcp', 'ws'], dir, { plugins, pluginDirs: [FIXTURE_PLUGINS] }), { code: 'EADDRINUSE' }, 'the listener\'s own error')
+  await t.rejects(startBroker(settings, ['tcp', 'ws'], dir, { plugins, pluginDirs: [LIFECYCLE_PLUGINS] }), { code: 'EADDRINUSE' }, 'the listener\'s own error')
   t.same([...live], [], 'the plugins that booted were unloaded')
   t.same(await resources(), before, 'no socket, server or timer of the failed node is left')
   await free(t, tcp, 'the TCP listener\'s')
