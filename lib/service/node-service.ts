@@ -136,6 +136,8 @@ export interface NodeServiceParts {
   plugins: () => PluginHost | undefined
   /** opened after the plugins boot, hence read late */
   listeners: () => Listener[]
+  /** joined after the service is built (the cluster serves it), hence read late */
+  cluster: () => Cluster
   /** starting → running → draining → stopping (lib/node-state.ts) */
   lifecycle: NodeLifecycle
   /** the store can be used: LevelDB open (`db.status`), and in cluster mode Redis ready (the backend's `available`) */
@@ -155,8 +157,11 @@ const SECRET_SETTINGS: ReadonlySet<string> = new Set(['cluster.cookie', 'cluster
 
 export class NodeService {
   readonly node_status = 'Running'
-  /** the cluster this node is part of (a cluster of itself on one node); set once the node is built */
-  cluster!: Cluster
+  /** the cluster this node is part of (a cluster of itself on one node) */
+  get cluster (): Cluster {
+    return this.parts.cluster()
+  }
+
   readonly #connectedAt = new WeakMap<Client, Date>()
   readonly #dropped = new Map<string, number>()
   readonly #kicked = new Map<string, number>()
