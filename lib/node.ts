@@ -31,7 +31,7 @@ import type { PublishRequest } from './plugins/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
 import { refusedPacketLog } from './refused-packets.js'
-import { NodeService } from './service/node-service.js'
+import { createNodeOperations, type NodeOperations } from './service/operations.js'
 import { Drain } from './service/drain.js'
 import { NodeLifecycle } from './node-state.js'
 import { Observability } from './sys/observability.js'
@@ -72,7 +72,7 @@ interface Parts {
   commands: CommandRegistry
   clustering: Clustering
   lifecycle: NodeLifecycle
-  service: NodeService
+  service: NodeOperations
 }
 
 export class BrokerNode {
@@ -94,7 +94,7 @@ export class BrokerNode {
   readonly commands: CommandRegistry
   readonly #clustering: Clustering
   /** what the API, broker_ctl and other nodes call (the node service) */
-  readonly service: NodeService
+  readonly service: NodeOperations
   /** starting → running → draining → stopping → stopped; what /status and the drain read */
   readonly lifecycle: NodeLifecycle
   #control: ControlServer | undefined
@@ -188,7 +188,7 @@ export class BrokerNode {
       // the service is given to the plugins, and the listeners open after the plugins boot: both are read late
       const late: { plugins?: PluginHost, listeners: Listener[] } = { listeners: [] }
       const drain = new Drain({ engine, lifecycle, listeners: () => late.listeners, logger, serverReference: () => clustering?.serverReference() })
-      const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => restored.restoredExpiryInterval(clientId) })
+      const service = createNodeOperations({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => restored.restoredExpiryInterval(clientId) })
       const tracer = new Tracer(engine, logger)
       clustering = await joinCluster({ config, backend, service, shared, engineId: engine.id, logger })
       service.cluster = clustering.cluster

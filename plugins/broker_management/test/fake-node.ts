@@ -1,9 +1,9 @@
-// A stand-in node service for tests of the server alone: the given members,
+// A stand-in for the node's operations for tests of the server alone: the given members,
 // and the one-node cluster over them that the routes call.
 import { singleNodeCluster } from '../../../lib/cluster/cluster.js'
-import type { NodeService } from '../../../lib/service/node-service.js'
+import type { NodeOperations } from '../../../lib/service/operations.js'
 
-export function withCluster<T extends { name: string }> (node: T): T & { cluster: NodeService['cluster'] } {
-  const service = node as unknown as NodeService
+export function withCluster<T extends { name: string }> (node: T): T & { cluster: NodeOperations['cluster'] } {
+  const service = node as unknown as NodeOperations
   return Object.assign(node, { cluster: singleNodeCluster(service, Date.now(), 'fake-engine') })
 }
