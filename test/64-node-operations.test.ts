@@ -4,6 +4,7 @@
 // `failed`; the answers are facts (times as numbers), not SPEC records.
 import t, { type Test } from 'tap'
 import { onHolder } from '../lib/cluster/cluster.js'
+import { actionsOf, queriesOf } from '../lib/service/operations.js'
 import { ServiceError } from '../lib/service/service-error.js'
 import { waitFor } from './helpers/cluster.js'
 import { inProcessNode } from './helpers/in-process-cluster.js'
@@ -67,4 +68,15 @@ t.test('answers are facts: a connection\'s time is a number, an unknown value ab
   t.type(session.created_at, 'number')
   t.same(B.client('facts-1')?.clientId, 'facts-1', 'client(id) is the ClientInfo hooks see')
   t.ok(B.clients().some((c) => c.clientId === 'facts-1'))
+})
+
+t.test('the views a plugin gets are picks: queries read, actions act, nothing of the administration', async (t) => {
+  const queries = queriesOf(B)
+  t.equal(queries.name, 'b@127.0.0.1')
+  t.ok(Array.isArray(queries.connections()))
+  for (const admin of ['kick', 'publish', 'setConfig', 'loadPlugin', 'ban', 'drain', 'cluster']) t.notOk(admin in queries, `no ${admin} among the queries`)
+  t.same(Object.keys(actionsOf(B)).sort(), ['kick', 'publish', 'subscribe', 'unsubscribe'])
+  t.equal(actionsOf(B).kick('nobody'), false)
+  t.throws(() => queries.setting('cluster.cookie'), { name: 'ServiceError', kind: 'not_found' }, 'a secret setting is not shown')
+  t.equal(queries.setting('node.name'), 'b@127.0.0.1')
 })

@@ -72,3 +72,26 @@ export function createNodeOperations (parts: NodeParts): NodeOperations {
     ...drain
   }
 }
+
+/** Every query, each named once: the compiler checks the list is whole. */
+const QUERIES: Record<Exclude<keyof NodeQueries, 'name'>, true> = {
+  client: true, clients: true, connections: true, connection: true, sessions: true, session: true, subscriptions: true, clientSubscriptions: true,
+  routes: true, route: true, setting: true, prometheus: true, brokerInfo: true, nodeStats: true, metrics: true, stats: true, metricsV2: true,
+  statsV2: true, alarms: true, listeners: true, health: true
+}
+
+const ACTIONS: Record<keyof BrokerActions, true> = { publish: true, subscribe: true, unsubscribe: true, kick: true }
+
+function pick<T> (operations: NodeOperations, keys: Record<string, true>): T {
+  return Object.fromEntries(Object.keys(keys).map((key) => [key, operations[key as keyof NodeOperations]])) as T
+}
+
+/** The read-only view (a plugin's `ctx.node`): the queries alone, nothing else reachable through it. */
+export function queriesOf (operations: NodeOperations): NodeQueries {
+  return Object.defineProperty(pick<Omit<NodeQueries, 'name'>>(operations, QUERIES), 'name', { get: () => operations.name, enumerable: true }) as NodeQueries
+}
+
+/** The actions view (a plugin's `ctx.broker`). */
+export function actionsOf (operations: NodeOperations): BrokerActions {
+  return pick<BrokerActions>(operations, ACTIONS)
+}
