@@ -2,9 +2,9 @@
 // live, and the node's operations (lib/service/operations.ts) run on one node
 // or on all of them. One node (`cluster.discovery = manual`) is a cluster of itself.
 import type { NodeOperations } from '../service/operations.js'
-import { isServiceError, ServiceError } from '../service/service-error.js'
+import { badrpc, isServiceError, ServiceError } from '../service/service-error.js'
 import type { Member, Membership } from './membership.js'
-import { badrpc, type ClusterRpc } from './rpc.js'
+import type { ClusterRpc } from './rpc.js'
 
 /** The operations another node may ask for. */
 export const REMOTE_METHODS = [

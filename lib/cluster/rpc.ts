@@ -14,8 +14,6 @@ interface Request { id: string, from: string, to: string, method: string, args: 
 /** A failure travels as a ServiceError's JSON (an unexpected error as `failed`) and is rebuilt as one. */
 type Reply = { id: string, from: string, to: string } & ({ ok: true, value: unknown } | { ok: false, error: ServiceErrorJson })
 
-export { badrpc }
-
 export type RpcHandler = (method: string, args: unknown[]) => Promise<unknown>
 
 /** Refused messages are logged at most once per this long (anyone on the Redis server could flood the log). */
