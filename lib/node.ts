@@ -14,7 +14,7 @@ import type { Config } from './config/store.js'
 import { createCallbacks } from './engine/callbacks.js'
 import { createEngine } from './engine/create.js'
 import { assertEnginePatched } from './engine/patch-check.js'
-import { engineClient, engineClients } from './engine/internals.js'
+import { engineClient } from './engine/internals.js'
 import { Retainer } from './engine/retainer.js'
 import { SessionQueues } from './engine/session-queue.js'
 import { SessionTimers } from './engine/session-timers.js'
@@ -31,7 +31,7 @@ import type { PublishRequest } from './plugin-kit/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
 import { refusedPacketLog } from './refused-packets.js'
-import { NodeService } from './service/node-service.js'
+import { createNodeOperations, type NodeOperations } from './service/operations.js'
 import { Drain } from './service/drain.js'
 import { NodeLifecycle } from './node-state.js'
 import { Observability } from './sys/observability.js'
@@ -67,7 +67,7 @@ interface Parts {
   tracer: Tracer
   commands: CommandRegistry
   lifecycle: NodeLifecycle
-  service: NodeService
+  service: NodeOperations
 }
 
 export class BrokerNode {
@@ -88,7 +88,7 @@ export class BrokerNode {
   /** what broker_ctl can run here (the node's commands and the plugins') */
   readonly commands: CommandRegistry
   /** what the API, broker_ctl and other nodes call (the node service) */
-  readonly service: NodeService
+  readonly service: NodeOperations
   /** starting → running → draining → stopping → stopped; what /status and the drain read */
   readonly lifecycle: NodeLifecycle
   /** the started parts' stops (lib/lifecycle.ts) */
@@ -192,12 +192,12 @@ export class BrokerNode {
       // made here, opened by the listening step: the service and the drain list them
       const listeners = await step('listeners', async () => await createListeners(config, root, (stream, req) => engine.handle(stream, req)))
 
-      // the plugin host is given the service and the cluster serves it: the service reads both late
+      // the plugin host is given the service and the cluster serves it: the service reads the host late, and is told its cluster once joined
       let plugins: PluginHost | undefined = undefined
       let clustering: Clustering | undefined = undefined
       const service = await step('node service', () => {
         const drain = new Drain({ engine, lifecycle, listeners: () => listeners, logger, serverReference: () => clustering?.serverReference() })
-        return new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => plugins, listeners: () => listeners, cluster: () => clustering!.cluster, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => timers.restoredExpiryInterval(clientId) })
+        return createNodeOperations({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => plugins, listeners: () => listeners, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => timers.restoredExpiryInterval(clientId) })
       })
       // mqtt.acl_file is live: the rules are read again when it changes (a bad file keeps the rules in force)
       await step('acl file watch', () => {
@@ -213,6 +213,7 @@ export class BrokerNode {
         return { ...joined, leave: once(joined.leave) }
       }, async (cluster) => await cluster.leave())
       clustering = cluster
+      service.cluster = cluster.cluster
       observability.nodeNames = cluster.liveNodes
       cluster.onMembersChanged(() => observability.sysTopics.brokers())
       cluster.onNodeLeft((left) => {
@@ -233,7 +234,6 @@ export class BrokerNode {
         logger,
         config,
         service,
-        clients: () => engineClients(engine).flatMap((client) => clientState(client)?.info ?? []),
         publish: async (message) => await publish(engine, message),
         store: (plugin) => pluginStore(backend.stores, plugin),
         alarms: observability.alarms

@@ -1,11 +1,12 @@
 // The cluster as the management API and broker_ctl see it: which nodes are
-// live, and the node service's operations run on one node or on all of them.
-// One node (`cluster.discovery = manual`) is a cluster of itself.
-import type { NodeService } from '../service/node-service.js'
+// live, and the node's operations (lib/service/operations.ts) run on one node
+// or on all of them. One node (`cluster.discovery = manual`) is a cluster of itself.
+import type { NodeOperations } from '../service/operations.js'
+import { badrpc, isServiceError, ServiceError } from '../service/service-error.js'
 import type { Member, Membership } from './membership.js'
-import { badrpc, type ClusterRpc } from './rpc.js'
+import type { ClusterRpc } from './rpc.js'
 
-/** The node service operations another node may ask for. */
+/** The operations another node may ask for. */
 export const REMOTE_METHODS = [
   'brokerInfo', 'nodeStats', 'metrics', 'metricsV2', 'stats', 'statsV2', 'alarms',
   'connections', 'connection', 'sessions', 'session', 'subscriptions', 'clientSubscriptions', 'routes', 'route', 'listeners',
@@ -16,7 +17,7 @@ export const REMOTE_METHODS = [
 ] as const
 
 export type RemoteMethod = typeof REMOTE_METHODS[number]
-type Method<M extends RemoteMethod> = NodeService[M] extends (...args: infer A) => infer R ? { args: A, result: Awaited<R> } : never
+type Method<M extends RemoteMethod> = NodeOperations[M] extends (...args: infer A) => infer R ? { args: A, result: Awaited<R> } : never
 
 export interface NodeAnswer<T> { node: string, value: T }
 export type NodeOutcome<T> = { node: string, ok: true, value: T } | { node: string, ok: false, error: Error }
@@ -54,7 +55,7 @@ export async function onHolder<M extends 'kick' | 'cleanAclCache' | 'subscribe' 
   let done = false
   for (const outcome of outcomes) {
     if (outcome.ok) done ||= outcome.value !== false
-    else if ((outcome.error as { kind?: string }).kind !== 'not_online') throw outcome.error
+    else if (!isServiceError(outcome.error) || outcome.error.kind !== 'not_online') throw outcome.error
   }
   return done
 }
@@ -63,24 +64,18 @@ export function isRemoteMethod (name: string): name is RemoteMethod {
   return (REMOTE_METHODS as readonly string[]).includes(name)
 }
 
-/** Runs a remote request on this node's service. */
-export async function serveRemote (service: NodeService, method: string, args: unknown[]): Promise<unknown> {
+/** Runs a remote request on this node's operations. */
+export async function serveRemote (service: NodeOperations, method: string, args: unknown[]): Promise<unknown> {
   if (!isRemoteMethod(method)) throw new Error(`not a cluster operation: ${method}`)
   return await (service[method] as (...a: unknown[]) => unknown).apply(service, args)
 }
 
-class NotFound extends Error {
-  readonly kind = 'not_found'
-  constructor (message: string) {
-    super(message)
-    this.name = 'ServiceError'
-  }
-}
+const unknownNode = (node: string): ServiceError => new ServiceError('not_found', `node ${node} not found`)
 
-export function singleNodeCluster (service: NodeService, startedAt: number, engineId: string): Cluster {
+export function singleNodeCluster (service: NodeOperations, startedAt: number, engineId: string): Cluster {
   const self = (): Member => ({ node: service.name, status: 'Running', started_at: startedAt, engine_id: engineId })
   const local = async (node: string, method: string, args: unknown[]): Promise<unknown> => {
-    if (node !== service.name) throw new NotFound(`node ${node} not found`)
+    if (node !== service.name) throw unknownNode(node)
     return await serveRemote(service, method, args)
   }
   return {
@@ -106,7 +101,7 @@ export function redisCluster (membership: Membership, rpc: ClusterRpc): Cluster 
     on: async (node, method, ...args) => {
       if (!(await nodes()).includes(node)) {
         if (membership.stopped().includes(node)) throw badrpc(node, 'it left the cluster')
-        throw new NotFound(`node ${node} not found`)
+        throw unknownNode(node)
       }
       return await rpc.call(node, method, args) as never
     },

@@ -4,7 +4,7 @@
 import type { Config } from '../config/store.js'
 import type { Backend } from '../engine/backend.js'
 import type { Logger } from '../log.js'
-import type { NodeService } from '../service/node-service.js'
+import type { NodeOperations } from '../service/operations.js'
 import { redisCluster, serveRemote, singleNodeCluster, type Cluster } from './cluster.js'
 import { Membership } from './membership.js'
 import { ClusterRpc } from './rpc.js'
@@ -30,7 +30,7 @@ export interface Clustering {
   onNodeLeft: (listener: (node: string) => void) => void
 }
 
-interface JoinOptions { config: Config, backend: Backend, service: NodeService, shared: SharedSubscriptions, engineId: string, logger: Logger }
+interface JoinOptions { config: Config, backend: Backend, service: NodeOperations, shared: SharedSubscriptions, engineId: string, logger: Logger }
 
 export async function joinCluster ({ config, backend, service, shared, engineId, logger }: JoinOptions): Promise<Clustering> {
   const startedAt = Date.now()

@@ -8,19 +8,11 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../log.js'
 import { ReplayGuard, type RpcSeal } from './rpc-seal.js'
+import { badrpc, ServiceError, type ServiceErrorJson } from '../service/service-error.js'
 
 interface Request { id: string, from: string, to: string, method: string, args: unknown[] }
-type Reply = { id: string, from: string, to: string } & ({ ok: true, value: unknown } | { ok: false, name: string, kind?: string, message: string })
-
-/** A remote failure, rebuilt on the caller's side (`kind` as the node service's errors carry). */
-export class RemoteError extends Error {
-  constructor (readonly kind: string, message: string, name = 'ServiceError') {
-    super(message)
-    this.name = name
-  }
-}
-
-export const badrpc = (node: string, why: string): RemoteError => new RemoteError('badrpc', `node ${node} did not answer: ${why}`)
+/** A failure travels as a ServiceError's JSON (an unexpected error as `failed`) and is rebuilt as one. */
+type Reply = { id: string, from: string, to: string } & ({ ok: true, value: unknown } | { ok: false, error: ServiceErrorJson })
 
 export type RpcHandler = (method: string, args: unknown[]) => Promise<unknown>
 
@@ -104,8 +96,7 @@ export class ClusterRpc {
     try {
       reply = { ...address, ok: true, value: await this.handler(request.method, request.args) }
     } catch (err) {
-      const e = err as Error & { kind?: string }
-      reply = { ...address, ok: false, name: e.name, kind: e.kind, message: e.message }
+      reply = { ...address, ok: false, error: ServiceError.of(err).toJSON() }
     }
     await this.pub.publish(this.#replies(request.from), this.seal.seal(reply)).catch((err: Error) => {
       this.logger.warn({ err: err.message, to: request.from }, 'cluster reply not sent')
@@ -122,7 +113,7 @@ export class ClusterRpc {
     clearTimeout(pending.timer)
     this.#pending.delete(reply.id)
     if (reply.ok) pending.resolve(reply.value)
-    else pending.reject(new RemoteError(reply.kind ?? 'failed', reply.message, reply.name))
+    else pending.reject(ServiceError.fromJSON(reply.error))
   }
 
   #refused (what: 'request' | 'reply', why: string): void {

@@ -1,17 +1,18 @@
 // The node's own `broker_ctl` commands (EMQ X 3.x emqx_ctl set, outputs as
-// EMQ X printed them). Each reads or changes the node only through the node
-// service (and the tracer); plugins add theirs through `ctx.commands`.
+// EMQ X printed them). Each reads or changes the node only through its
+// operations (lib/service/operations.ts) and the tracer, and writes its text
+// from their facts; `--json` shows the facts. Plugins add theirs through `ctx.commands`.
 import { loadavg } from 'node:os'
 import { resolve } from 'node:path'
-import type { BannedKind, DrainStatus, NodeService, ServiceError } from '../service/node-service.js'
+import { isServiceError, type BannedKind, type ConnectionFacts, type DrainStatus, type NodeOperations, type SessionFacts } from '../service/operations.js'
 import { parseDuration } from '../config/types.js'
-import { maxFds, openFds } from '../sys/node-info.js'
+import { datetime, maxFds, openFds } from '../sys/node-info.js'
 import { TraceError, type TraceKind, type Tracer } from '../trace/tracer.js'
 import { CtlError, output, usageError, type CtlCommand, type CtlOutput } from './command.js'
 import { onHolder, rowsOfAll, type ListMethod } from '../cluster/cluster.js'
 import { NODE_USAGE, type NodeCommandName } from './usage.js'
 
-export interface NodeCommandParts { service: NodeService, tracer: Tracer }
+export interface NodeCommandParts { service: NodeOperations, tracer: Tracer }
 
 const NOT_FOUND = 'Not Found.'
 const BANNED_KINDS = ['client_id', 'username', 'ip_address'] as const
@@ -30,11 +31,16 @@ function record (name: string, first: string, fields: Readonly<Record<string, un
 
 const lines = (items: string[]): string => items.join('\n')
 
-/** A refusal of the node service as this command's failure (a bad value is a bad argument). */
+/** A string nobody knows is written `undefined`, as EMQ X wrote it. */
+const text = (value: string | undefined): string => value === undefined || value === '' ? 'undefined' : value
+
+/** ms since the epoch as `YYYY-MM-DD HH:MM:SS`; `undefined` when not known. */
+const time = (ms: number | undefined): string => ms === undefined ? 'undefined' : datetime(new Date(ms))
+
+/** A refusal of an operation as this command's failure (a bad value is a bad argument). */
 function refused (err: unknown): never {
-  const e = err as ServiceError
-  if (e?.name !== 'ServiceError') throw err
-  throw new CtlError(e.message, e.kind === 'bad_value' || e.kind === 'bad_topic' ? 2 : 1)
+  if (!isServiceError(err)) throw err
+  throw new CtlError(err.message, err.kind === 'bad_value' || err.kind === 'bad_topic' ? 2 : 1)
 }
 
 async function attempt<T> (operation: () => T | Promise<T>): Promise<T> {
@@ -54,8 +60,8 @@ type Handler = (args: string[], parts: NodeCommandParts) => CtlOutput | Promise<
 
 
 /** The rows of a listing from every node of the cluster (this one alone on one node). */
-async function everywhere<M extends ListMethod> ({ service }: NodeCommandParts, method: M, ...args: string[]): Promise<Array<Awaited<ReturnType<NodeService[M]>>[number]>> {
-  return await attempt(async () => await rowsOfAll<Awaited<ReturnType<NodeService[M]>>[number]>(service.cluster, method, ...args))
+async function everywhere<M extends ListMethod> ({ service }: NodeCommandParts, method: M, ...args: string[]): Promise<Array<Awaited<ReturnType<NodeOperations[M]>>[number]>> {
+  return await attempt(async () => await rowsOfAll<Awaited<ReturnType<NodeOperations[M]>>[number]>(service.cluster, method, ...args))
 }
 
 /** Picks the handler for the sub-command and its number of arguments; anything else is a usage error. */
@@ -69,11 +75,11 @@ function dispatch (table: Record<string, { arity: number | [number, number], run
   }
 }
 
-function connectionLine (c: Awaited<ReturnType<NodeService['connections']>>[number]): string {
-  return record('Connection', c.client_id, { clean_start: c.clean_start, username: c.username, peername: `${c.ipaddress}:${c.port}`, connected_at: c.connected_at })
+function connectionLine (c: ConnectionFacts): string {
+  return record('Connection', c.client_id, { clean_start: c.clean_start, username: text(c.username), peername: `${text(c.ipaddress)}:${c.port ?? 0}`, connected_at: time(c.connected_at) })
 }
 
-function sessionLine (s: Awaited<ReturnType<NodeService['sessions']>>[number]): string {
+function sessionLine (s: SessionFacts): string {
   return record('Session', s.client_id, {
     clean_start: s.clean_start,
     expiry_interval: s.expiry_interval,
@@ -85,7 +91,7 @@ function sessionLine (s: Awaited<ReturnType<NodeService['sessions']>>[number]): 
     awaiting_rel: s.awaiting_rel_len,
     deliver_msg: s.deliver_msg,
     enqueue_msg: s.enqueue_msg,
-    created_at: s.created_at
+    created_at: time(s.created_at)
   })
 }
 
@@ -365,7 +371,7 @@ async function pluginOperation (verb: 'load' | 'unload' | 'reload', name: string
   try {
     await operation()
   } catch (err) {
-    const reason = (err as ServiceError).name === 'ServiceError' && (err as ServiceError).kind !== 'failed' ? (err as ServiceError).kind : (err as Error).message
+    const reason = isServiceError(err) && err.kind !== 'failed' ? err.kind : (err as Error).message
     throw new CtlError(`${verb} plugin error: ${reason}`)
   }
   return output(`Plugin ${name} ${verb}ed successfully.`, { plugin: name, operation: verb })

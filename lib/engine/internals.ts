@@ -107,7 +107,7 @@ export function engineNewPacket (engine: Aedes, packet: AedesPublishPacket): Aed
   return { ...packet, brokerId: engine.id, brokerCounter: ++(engine as unknown as { counter: number }).counter, messageId: undefined } as unknown as AedesPublishPacket
 }
 
-// --- the node service (issue 6): what the management API reads of a connected client ---
+// --- the node's operations (lib/service/): what the management API reads of a connected client ---
 
 export interface EngineClientFacts {
   /** the keep-alive in seconds in force (the server's, when it overrode the client's); 0 when none */
@@ -150,7 +150,7 @@ export function engineClientFacts (client: Client): EngineClientFacts {
   }
 }
 
-// --- the node service (issue 6): subscribe and unsubscribe on behalf of a connected client ---
+// --- the node's operations (lib/service/): subscribe and unsubscribe on behalf of a connected client ---
 
 interface ClientOperations {
   subscribe: (packet: { subscriptions: Array<{ topic: string, qos: number }> }, done: (err?: Error | null) => void) => void

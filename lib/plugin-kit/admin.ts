@@ -1,12 +1,14 @@
 // The administration side of the kit, for plugins granted the
 // `administration` capability (broker_management, later the dashboard): the
-// node service's operations and records, the cluster's calls, setting
-// parsers. Everything here is also reachable through `ctx.capability('administration')`.
+// node's operations and their facts, the cluster's calls, what presenters of
+// SPEC records need. The operations themselves come from
+// `ctx.capability('administration').node`.
 export * from './index.js'
-export type { ConfigRecord, ConnectionRecord, NodeService, NodeService as NodeView, SessionRecord, SubscriptionRecord, ServiceError } from '../service/node-service.js'
-export { onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type RemoteMethod } from '../cluster/cluster.js'
-export { megabytes, type BrokerInfo, type NodeStats } from '../sys/node-info.js'
-export { singleNodeCluster } from '../cluster/cluster.js'
+export type * from '../service/facts.js'
+export type { NodeOperations, NodeOperations as NodeView, Administration as AdministrationOperations } from '../service/operations.js'
+export { ServiceError, isServiceError, type ServiceErrorKind } from '../service/service-error.js'
+export { onHolder, singleNodeCluster, type ListMethod, type NodeAnswer, type NodeOutcome, type RemoteMethod } from '../cluster/cluster.js'
+export { datetime, megabytes, type BrokerInfo, type NodeStats } from '../sys/node-info.js'
 export { changeSetting, OVERRIDE_FILE } from '../config/overrides.js'
 export { loadConfig } from '../config/load.js'
 export { schema as nodeSettingsSchema } from '../config/schema.js'

@@ -7,10 +7,10 @@
 import type { Server as NetServer, Socket as NetSocket } from 'node:net'
 import type { Socket as UdpSocket } from 'node:dgram'
 import type Joi from 'joi'
-import type { HookHandlers, HookName, ClientInfo } from '../hooks/types.js'
+import type { HookHandlers, HookName } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import type { CtlCommand } from '../ctl/command.js'
-import type { ListenerRecord, NodeService } from '../service/node-service.js'
+import type { BrokerActions as OperationActions, ListenerRecord, NodeOperations, NodeQueries as OperationQueries } from '../service/operations.js'
 
 /** Durable key → string storage of one plugin, kept in the node's store. */
 export interface PluginStore {
@@ -36,33 +36,16 @@ export interface PluginAlarm {
   summary: string
 }
 
-/** A setting's value as the node's configuration holds it. */
-export type SettingValue = string | number | boolean | string[] | undefined
-
-/** What a plugin may read of the node; nothing here changes it. */
-export interface NodeQueries extends Pick<NodeService,
-'connections' | 'connection' | 'sessions' | 'session' | 'subscriptions' | 'clientSubscriptions' | 'routes' | 'route' |
-'metrics' | 'stats' | 'alarms' | 'brokerInfo' | 'nodeStats' | 'health' | 'banned'> {
-  readonly name: string
-  /** a connected client, or undefined */
-  client: (clientId: string) => ClientInfo | undefined
-  /** every client connected to this node */
-  clients: () => ClientInfo[]
-  /** a node setting (`mqtt.max_packet_size` …); the cluster's secrets read as undefined */
-  setting: (key: string) => SettingValue
-  /** calls `onChange` each time the node setting changes at run time; stops when the plugin unloads */
-  watch: (key: string, onChange: (value: SettingValue) => void) => void
+/** What a plugin may read of the node (lib/service/operations.ts: the facts, not SPEC's presentation); nothing here changes it. */
+export type NodeQueries = OperationQueries & {
+  /** calls `onChange` with the new value each time the node setting changes at run time; stops when the plugin unloads */
+  watch: (key: string, onChange: (value: unknown) => void) => void
 }
 
 /** What a plugin may do to the broker's traffic. */
-export interface BrokerActions {
+export type BrokerActions = Omit<OperationActions, 'publish'> & {
   /** publish as the node (no client, no ACL check) */
   publish: (message: PublishRequest) => Promise<void>
-  /** subscribe a connected client here, as if it had asked */
-  subscribe: (clientId: string, filter: string, qos: 0 | 1 | 2) => Promise<void>
-  unsubscribe: (clientId: string, filter: string) => Promise<void>
-  /** disconnects a client connected here (v5: DISCONNECT 0x98); false when it is not connected here */
-  kick: (clientId: string) => boolean
 }
 
 /** A route the management API serves under /api/v3 for a plugin (e.g. `GET /nodes/{node}/recon`). */
@@ -95,7 +78,7 @@ export interface PluginRouteMatch { owner: string, route: PluginRoute, params: R
 
 /** The management API's operations: plugins, settings, banned entries, drain, the cluster; and the routes plugins add. */
 export interface Administration {
-  readonly node: NodeService
+  readonly node: NodeOperations
   readonly pluginRoutes: {
     match: (method: string, path: string) => PluginRouteMatch | undefined
     list: () => Array<{ owner: string, method: string, path: string }>

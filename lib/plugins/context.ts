@@ -6,10 +6,9 @@ import type { Socket as UdpSocket } from 'node:dgram'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
-import type { ClientInfo } from '../hooks/types.js'
 import { followingChild, type Logger } from '../log.js'
-import type { ListenerRecord, NodeService } from '../service/node-service.js'
-import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest, type SettingValue } from '../plugin-kit/contract.js'
+import { actionsOf, queriesOf, type ListenerRecord, type NodeOperations } from '../service/operations.js'
+import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
 
@@ -23,17 +22,12 @@ export interface ContextDeps {
   alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
   /** the node's settings */
   config: Config
-  service: NodeService
-  /** connected clients' ClientInfo */
-  clients: () => ClientInfo[]
+  service: NodeOperations
   publish: (message: PublishRequest) => Promise<void>
   store: (plugin: string) => PluginStore
   logger: Logger
   root: string
 }
-
-/** Settings the plugin view never shows: a plugin is not given the cluster's keys. */
-const SECRET_SETTINGS: ReadonlySet<string> = new Set(['cluster.cookie', 'cluster.redis.password'])
 
 /** One load of one plugin: its context, its releases, and its live settings' watchers. */
 export class PluginLoad<C> {
@@ -115,45 +109,20 @@ export class PluginLoad<C> {
   }
 }
 
+/** The read-only view, and `watch` for the node's settings, released with the load. */
 function nodeQueries (deps: ContextDeps, releases: Releases): NodeQueries {
-  const service = deps.service
-  const setting = (key: string): SettingValue => SECRET_SETTINGS.has(key) ? undefined : deps.config.get(key as never) as SettingValue
-  return {
-    get name () { return service.name },
-    client: (clientId) => service.client(clientId),
-    clients: deps.clients,
-    setting,
-    watch: (key, onChange) => {
-      const listener = (changed: string): void => { if (changed === key) onChange(setting(key)) }
+  const queries = queriesOf(deps.service)
+  return Object.assign(queries, {
+    watch: (key: string, onChange: (value: unknown) => void) => {
+      const listener = (changed: string): void => { if (changed === key) onChange(queries.setting(key as never)) }
       deps.config.on('change', listener)
       releases.push(`watch ${key}`, () => { deps.config.off('change', listener) })
-    },
-    connections: () => service.connections(),
-    connection: (clientId) => service.connection(clientId),
-    sessions: async () => await service.sessions(),
-    session: async (clientId) => await service.session(clientId),
-    subscriptions: () => service.subscriptions(),
-    clientSubscriptions: (clientId) => service.clientSubscriptions(clientId),
-    routes: () => service.routes(),
-    route: (topic) => service.route(topic),
-    metrics: () => service.metrics(),
-    stats: () => service.stats(),
-    alarms: () => service.alarms(),
-    brokerInfo: () => service.brokerInfo(),
-    nodeStats: async (listForm) => await service.nodeStats(listForm),
-    health: (options) => service.health(options),
-    banned: () => service.banned()
-  }
+    }
+  })
 }
 
 function brokerActions (deps: ContextDeps): BrokerActions {
-  const service = deps.service
-  return {
-    publish: deps.publish,
-    subscribe: async (clientId, filter, qos) => await service.subscribe(clientId, filter, qos),
-    unsubscribe: async (clientId, filter) => await service.unsubscribe(clientId, filter),
-    kick: (clientId) => service.kick(clientId)
-  }
+  return { ...actionsOf(deps.service), publish: deps.publish }
 }
 
 /** Alarms cleared at unload: one release for all of them, so an alarm raised and cleared again and again adds nothing. */

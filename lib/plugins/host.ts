@@ -10,9 +10,8 @@ import { pathToFileURL } from 'node:url'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
-import type { ClientInfo } from '../hooks/types.js'
 import type { Logger } from '../log.js'
-import type { ListenerRecord, NodeService } from '../service/node-service.js'
+import type { ListenerRecord, NodeOperations } from '../service/operations.js'
 import type { BrokerPlugin, PluginAlarm, PluginStore, PublishRequest } from '../plugin-kit/contract.js'
 import { PluginLoad } from './context.js'
 import { PluginRoutes } from './plugin-routes.js'
@@ -44,9 +43,7 @@ export interface PluginHostOptions {
   /** the node's settings, which plugins read and watch */
   config: Config
   /** the node's operations: queries and actions for every plugin, the rest for `administration` */
-  service: NodeService
-  /** the connected clients' ClientInfo */
-  clients: () => ClientInfo[]
+  service: NodeOperations
   publish: (message: PublishRequest) => Promise<void>
   store: (plugin: string) => PluginStore
   /** the node's alarms (observability) */
@@ -252,8 +249,8 @@ export class PluginHost {
 
   async #start (name: string, config: unknown): Promise<void> {
     const plugin = await this.#module(name)
-    const { hooks, commands, logger, service, config: nodeConfig, clients, publish, store, root, alarms } = this.options
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, config: nodeConfig, service, clients, publish, store, logger, root })
+    const { hooks, commands, logger, service, config: nodeConfig, publish, store, root, alarms } = this.options
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, config: nodeConfig, service, publish, store, logger, root })
     try {
       await plugin.load(load.context)
     } catch (err) {

@@ -1,8 +1,9 @@
 // broker_management: the management REST APIs on hapi: v3 (SPEC §4.1–4.3,
 // applications as credentials) and v2 (§4.5, administrator users), one
 // server serving both (apis.ts). The operations are the rows of routes.ts
-// and routes-v2.ts; they reach the node only through the node service
-// (the `administration` capability). README.md lists the settings and the decisions.
+// and routes-v2.ts; they reach the node only through its operations (the
+// `administration` capability), whose facts presenters/ turns into SPEC records.
+// README.md lists the settings and the decisions.
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { definePlugin } from '../../lib/plugin-kit/admin.js'

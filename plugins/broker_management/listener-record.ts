@@ -3,7 +3,7 @@
 // connection limit and how many connections are open now. A connection over
 // `max_clients` is dropped by Node.js and counted as `closed`.
 import type Hapi from '@hapi/hapi'
-import type { ListenerRecord } from '../../lib/plugin-kit/admin.js'
+import type { ListenerRecord } from './presenters/facts.js'
 
 export interface ListenerLimits { acceptors: number, maxClients: number }
 

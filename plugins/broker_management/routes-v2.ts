@@ -1,11 +1,12 @@
 // The v2 route table (SPEC §4.5). A v2 row is a v3 row (routes.ts) under
 // another path: the same validation and handler, its result turned into the
-// v2 shape (records-v2.ts); an operation with no data answers `[]`. Only the
+// v2 shape (presenters/records-v2.ts); an operation with no data answers `[]`. Only the
 // rows with no v3 counterpart (v2 metrics and statistics, plugin on/off by
-// `{active}`) have handlers of their own, and those call the node service.
+// `{active}`) have handlers of their own, and those call the node's operations.
 import Joi from 'joi'
-import type { BrokerInfo, ConfigRecord, ConnectionRecord, ListenerRecord, SessionRecord, SubscriptionRecord } from '../../lib/plugin-kit/admin.js'
-import { clientV2, configV2, listenerV2, monitoringV2, nodeInfoV2, sessionV2, subscriptionV2 } from './records-v2.js'
+import type { BrokerInfo, ListenerRecord } from './presenters/facts.js'
+import { clientV2, configV2, listenerV2, monitoringV2, nodeInfoV2, sessionV2, subscriptionV2 } from './presenters/records-v2.js'
+import type { ConfigRecord, ConnectionRecord, SessionRecord, SubscriptionRecord } from './presenters/records-v3.js'
 import { everyListing, isNodeError, onNode, routes as v3Routes, type Method, type NodeError, type Route, type RouteRequest } from './routes.js'
 
 /** The v3 row `name` (and `path`, where v3 has two rows of that name); a missing one fails at import. */

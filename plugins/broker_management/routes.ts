@@ -5,11 +5,14 @@
 // string, and `:node` must name this node (else 404). A row marked `paged`
 // gets `_page`/`_limit` and its handler's list is paged for it.
 import Joi from 'joi'
-import { onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type NodeView, type RemoteMethod, type ServiceError } from '../../lib/plugin-kit/admin.js'
 import type { PluginRouteTable } from './plugin-routes.js'
+import { isServiceError, onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type NodeView, type RemoteMethod } from '../../lib/plugin-kit/admin.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
+import { present } from './presenters/by-operation.js'
+import { nodeStatsListForm } from './presenters/records-v3.js'
+import type { NodeStats } from './presenters/facts.js'
 import { ROLES, type Caller, type Role } from './roles.js'
 import type { LoginLimit } from './login-limit.js'
 import type { CookieSessions } from './cookie-auth.js'
@@ -63,10 +66,9 @@ const PLUGIN_STATE_STATUS = 503
 const bannedKind = Joi.string().valid('client_id', 'username', 'ip_address')
 const expired = Joi.alternatives().try(Joi.number().integer().min(0), Joi.string().valid('undefined')).description('unix seconds, or undefined for never')
 
-/** Maps the node service's refusals to statuses. */
-function serviceError (err: unknown): never {
-  const e = err as ServiceError
-  if (e?.name !== 'ServiceError') throw err
+/** Maps the refusals of the node's operations to statuses. */
+function serviceError (e: unknown): never {
+  if (!isServiceError(e)) throw e
   switch (e.kind) {
     case 'not_found': throw notFound(e.message)
     case 'bad_value': throw new ApiError(400, { code: CODE.wrongType, message: e.message })
@@ -77,7 +79,7 @@ function serviceError (err: unknown): never {
     case 'not_started': throw new ApiError(PLUGIN_STATE_STATUS, { message: 'not_started' }, CODE.alreadyStopped)
     // another node of the cluster did not answer in time
     case 'badrpc': throw new ApiError(502, { message: e.message }, CODE.badRpc)
-    default: throw err
+    default: throw e
   }
 }
 
@@ -94,7 +96,8 @@ type Answer = Array<{ node: string, value: unknown }>
 
 /** Every live node's answer, in node order. */
 async function everyNode (node: NodeView, method: Remote, ...args: unknown[]): Promise<Answer> {
-  return await service(async () => await (node.cluster.all as (m: Remote, ...a: unknown[]) => Promise<Answer>)(method, ...args))
+  const answers = await service(async () => await (node.cluster.all as (m: Remote, ...a: unknown[]) => Promise<Answer>)(method, ...args))
+  return answers.map((a) => ({ node: a.node, value: present(method, a.value) }))
 }
 
 /**
@@ -112,8 +115,8 @@ export function isNodeError (value: unknown): value is NodeError {
 export async function everyListing (node: NodeView, method: Remote, ...args: unknown[]): Promise<Array<NodeAnswer<unknown> | NodeError>> {
   const outcomes = await service(async () => await (node.cluster.each as (m: Remote, ...a: unknown[]) => Promise<Array<NodeOutcome<unknown>>>)(method, ...args))
   return outcomes.map((o) => {
-    if (o.ok) return { node: o.node, value: o.value }
-    if ((o.error as ServiceError).kind === 'badrpc') return { node: o.node, error: 'badrpc', message: o.error.message }
+    if (o.ok) return { node: o.node, value: present(method, o.value) }
+    if (isServiceError(o.error) && o.error.kind === 'badrpc') return { node: o.node, error: 'badrpc', message: o.error.message }
     return serviceError(o.error)
   })
 }
@@ -136,7 +139,7 @@ async function rows (node: NodeView, method: ListMethod, ...args: string[]): Pro
 
 /** The answer of the node named in the path. */
 export async function onNode (node: NodeView, name: string, method: Remote, ...args: unknown[]): Promise<unknown> {
-  return await service(async () => await (node.cluster.on as (n: string, m: Remote, ...a: unknown[]) => Promise<unknown>)(name, method, ...args))
+  return present(method, await service(async () => await (node.cluster.on as (n: string, m: Remote, ...a: unknown[]) => Promise<unknown>)(name, method, ...args)))
 }
 
 /** An operation only the node holding the client can do: true when one did. */
@@ -192,7 +195,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'GET', path: '/nodes/', name: 'list_nodes', role: 'viewer', descr: 'A list of nodes in the cluster',
-    handler: async (_req, { node }) => await objectsByNode(node, 'nodeStats', true)
+    handler: async (_req, { node }) => (await objectsByNode(node, 'nodeStats')).map((n) => isNodeError(n) ? n : nodeStatsListForm(n as unknown as NodeStats))
   },
   {
     method: 'GET', path: '/nodes/:node', name: 'lookup_node', role: 'viewer', descr: 'Lookup a node in the cluster',

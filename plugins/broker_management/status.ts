@@ -4,7 +4,7 @@
 // with `status` (where the node is: Starting, Draining, Stopping …) and
 // `reasons` (starting, draining, stopping, store_unavailable …) otherwise.
 // `/status/ready` is the readiness form: in cluster mode it also needs the
-// link to the other nodes (the node service's `health({ readiness })`).
+// link to the other nodes (the node's `health({ readiness })`).
 import type Hapi from '@hapi/hapi'
 import type { NodeView } from '../../lib/plugin-kit/admin.js'
 

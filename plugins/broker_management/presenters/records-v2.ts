@@ -1,7 +1,9 @@
 // The v2 record shapes (SPEC §2.2, §2.4, §2.5, §2.9, §2.10, §6) made from the
-// node service's v3 records: renames and selections only, no figures of
+// v3 records (records-v3.ts): renames and selections only, no figures of
 // their own.
-import { megabytes, parseDuration, type BrokerInfo, type ConfigRecord, type ConnectionRecord, type ListenerRecord, type NodeStats, type SessionRecord, type SubscriptionRecord } from '../../lib/plugin-kit/admin.js'
+import { parseDuration } from '../../../lib/plugin-kit/admin.js'
+import { megabytes, type BrokerInfo, type ListenerRecord, type NodeStats } from './facts.js'
+import type { ConfigRecord, ConnectionRecord, SessionRecord, SubscriptionRecord } from './records-v3.js'
 
 /** §2.2 */
 export function clientV2 (c: ConnectionRecord): Record<string, unknown> {

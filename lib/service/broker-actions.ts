@@ -1,0 +1,62 @@
+// What may be done to the broker's traffic on someone's behalf: publish as
+// the node, subscribe or unsubscribe a connected client, end a connection.
+import { engineSubscribe, engineUnsubscribe } from '../engine/internals.js'
+import { noteDisconnectReason } from '../hooks/engine-events.js'
+import { connInfo } from '../listeners/conn-info.js'
+import type { OperationContext } from './context.js'
+import { ServiceError } from './service-error.js'
+import { validTopicFilter, validTopicName } from './topic-validation.js'
+
+/** What a caller publishes as the node (SPEC §4.3); `clientId` names the publisher (default `http`). */
+export interface ApiPublishRequest { topic: string, payload?: string, qos?: 0 | 1 | 2, retain?: boolean, clientId?: string }
+
+export interface BrokerActions {
+  /** Publishes as the node (no ACL check: the caller is trusted); `bad_topic` for a topic that is not a name. */
+  publish: (request: ApiPublishRequest) => Promise<void>
+  /** Subscribes a connected client, as if it had sent SUBSCRIBE (ACL checked, retained messages sent); `not_online` when it is not connected here. */
+  subscribe: (clientId: string, topic: string, qos: 0 | 1 | 2) => Promise<void>
+  unsubscribe: (clientId: string, topic: string) => Promise<void>
+  /** Ends a connection (MQTT 5: DISCONNECT 0x98 administrative action); false when it is not connected here. */
+  kick: (clientId: string) => boolean
+}
+
+const MQTT5_ADMINISTRATIVE_ACTION = 0x98
+
+export function brokerActions (context: OperationContext): BrokerActions {
+  const { parts, tracking } = context
+
+  const filterOf = (topic: string): void => {
+    if (!validTopicFilter(topic)) throw new ServiceError('bad_topic', `bad topic filter ${JSON.stringify(topic)}`)
+  }
+  const connected = (clientId: string): NonNullable<ReturnType<OperationContext['onlineClient']>> => {
+    const client = context.onlineClient(clientId)
+    if (client === undefined) throw new ServiceError('not_online', `client ${clientId} is not online`)
+    return client
+  }
+
+  return {
+    publish: async ({ topic, payload = '', qos = 0, retain = false }) => {
+      if (!validTopicName(topic)) throw new ServiceError('bad_topic', `bad topic name ${JSON.stringify(topic)}`)
+      await new Promise<void>((resolve, reject) => {
+        parts.engine.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
+      })
+    },
+    subscribe: async (clientId, topic, qos) => {
+      filterOf(topic)
+      await engineSubscribe(connected(clientId), topic, qos)
+    },
+    unsubscribe: async (clientId, topic) => {
+      filterOf(topic)
+      await engineUnsubscribe(connected(clientId), topic)
+    },
+    kick: (clientId) => {
+      const client = context.onlineClient(clientId)
+      if (client === undefined) return false
+      noteDisconnectReason(client, 'kicked')
+      const protocol = connInfo(client.conn)?.protocol
+      if (protocol !== undefined) tracking.noteKicked(protocol)
+      client.disconnect({ reasonCode: MQTT5_ADMINISTRATIVE_ACTION })
+      return true
+    }
+  }
+}
