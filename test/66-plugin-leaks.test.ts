@@ -5,14 +5,16 @@
 // command, no registration, no listener record, no route, no alarm, no
 // more active handles (sockets, servers, timers …) than before it, and the
 // heap after the last 150 cycles is where it was after the first 50. The
-// traffic flows all along and no client is refused or dropped.
+// traffic flows all along and no client is refused or dropped. A fixture
+// registering one of everything a context offers goes through the same
+// cycles, and one that leaks shows the checks see a leak.
 // LEAK_CYCLES=<n> runs fewer cycles (a quick local run); the bound is for 200.
 import { readdir, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { INSTALL_ROOT, startTestNode, type HookName, type TestNode } from '../lib/plugin-kit/testing.js'
 import { startPluginBackends, type PluginBackends } from './helpers/plugin-backends.js'
 import { startTraffic, type Traffic } from './helpers/traffic.js'
@@ -82,9 +84,9 @@ async function settledHeap (traffic: Traffic): Promise<number> {
 }
 
 /** Waits, traffic paused, until no handle type counts more than in `baseline`; resolves with the last count. */
-async function settledHandles (traffic: Traffic, baseline: Handles): Promise<Handles> {
+async function settledHandles (traffic: Traffic, baseline: Handles, settleMs = SETTLE_MS): Promise<Handles> {
   await traffic.pause()
-  const deadline = Date.now() + SETTLE_MS
+  const deadline = Date.now() + settleMs
   let now = activeHandles()
   while (Object.keys(excess(now, baseline)).length > 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 50))
@@ -119,7 +121,7 @@ const figures: string[] = []
 
 t.before(async () => {
   backends = await startPluginBackends(plugins)
-  test = await startTestNode({ settings: { 'mqtt.allow_anonymous': 'true', 'mqtt.acl_nomatch': 'allow' } })
+  test = await startTestNode({ settings: { 'mqtt.allow_anonymous': 'true', 'mqtt.acl_nomatch': 'allow' }, pluginDirs: [join(INSTALL_ROOT, 'test', 'fixtures', 'leak-plugins')] })
   traffic = await startTraffic(`mqtt://127.0.0.1:${test.port()}`)
   await traffic.flowing(0)
   baselineHandles = await settledHandles(traffic, {})
@@ -137,57 +139,83 @@ t.test('every plugin in plugins/ is covered', async (t) => {
   for (const name of plugins) t.ok(backends.knows(name), `${name}: this test knows its backend and settings`)
 })
 
+/** Loads and unloads `name` `CYCLES` times under the traffic and checks that nothing of it is left. */
+async function leakCheck (t: Test, name: string, settings: Record<string, string | number>): Promise<void> {
+  await writeFile(join(test.dataDir, 'etc', `${name}.conf`), Object.entries(settings).map(([k, v]) => `${k} = ${v}\n`).join(''))
+  const before = holdings(test, name)
+  const problemsBefore = traffic.problems.length
+  const deliveredBefore = traffic.delivered
+  const churnsBefore = traffic.churns
+  const started = Date.now()
+  const cpu = process.cpuUsage()
+  const registrations = new Set<number>()
+  let heapWarm = 0
+  let mark = traffic.delivered
+  for (let cycle = 1; cycle <= CYCLES; cycle++) {
+    try {
+      await test.node.plugins.load(name)
+    } catch (err) {
+      t.fail(`${name} failed to load (cycle ${cycle}): ${(err as Error).message}`)
+      return
+    }
+    registrations.add(test.node.plugins.registrations(name))
+    await test.node.plugins.unload(name)
+    if (cycle % 25 === 0) {
+      // the traffic goes on between loads: wait for it to move on, not for time to pass
+      await traffic.flowing(mark)
+      mark = traffic.delivered
+    }
+    if (cycle === WARMUP) heapWarm = await settledHeap(traffic)
+  }
+  const ms = Date.now() - started
+  const { user, system } = process.cpuUsage(cpu)
+  const heapEnd = await settledHeap(traffic)
+  const handles = await settledHandles(traffic, baselineHandles)
+
+  t.ok(Math.min(...registrations) > 0, `each load registered something (${[...registrations].join('/')} registrations)`)
+  t.same(holdings(test, name), before, 'no hook, command, registration, route, listener or alarm left')
+  t.same(excess(handles, baselineHandles), {}, 'no more active handles of any type than before the plugin')
+  const grew = heapEnd - heapWarm
+  t.ok(grew < HEAP_BOUND_MB * MB, `heap after cycle ${CYCLES} − after cycle ${WARMUP} = ${mb(grew)} MB < ${HEAP_BOUND_MB} MB`)
+  t.same(traffic.problems.slice(problemsBefore), [], 'no traffic client refused or dropped')
+  t.ok(traffic.delivered > deliveredBefore && traffic.churns > churnsBefore, 'messages delivered and clients connected during the cycles')
+  const line = `${name}: ${CYCLES} cycles in ${(ms / 1000).toFixed(1)} s (this process's CPU ${((user + system) / 1e6).toFixed(1)} s); heap ${mb(heapWarm)} MB after ${WARMUP}, ${mb(heapEnd)} MB after ${CYCLES} (${grew >= 0 ? '+' : ''}${mb(grew)} MB); ` +
+    `${traffic.delivered - deliveredBefore} messages delivered, ${traffic.churns - churnsBefore} client rounds; handles ${JSON.stringify(handles)}`
+  figures.push(line)
+  t.comment(line)
+}
+
+t.test('the checks see what a plugin leaves behind (a fixture that opens an interval and a server outside its context)', async (t) => {
+  const { leaked } = await import('./fixtures/leak-plugins/broker_fixture_leaky/index.js')
+  t.teardown(async () => {
+    for (const { interval, server } of leaked.splice(0)) {
+      clearInterval(interval)
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+  for (let cycle = 0; cycle < 5; cycle++) {
+    await test.node.plugins.load('broker_fixture_leaky')
+    await test.node.plugins.unload('broker_fixture_leaky')
+  }
+  // they stay: a short look is enough
+  const handles = excess(await settledHandles(traffic, baselineHandles, 200), baselineHandles)
+  t.ok(handles.Timeout >= (baselineHandles.Timeout ?? 0) + 5, `5 leaked intervals seen (${handles.Timeout} timers, ${baselineHandles.Timeout ?? 0} before)`)
+  t.ok(handles.TCPServerWrap >= (baselineHandles.TCPServerWrap ?? 0) + 5, `5 leaked servers seen (${handles.TCPServerWrap} servers, ${baselineHandles.TCPServerWrap ?? 0} before)`)
+})
+
+t.test(`a fixture registering one of everything a context offers: ${CYCLES} cycles leave nothing behind`, async (t) => {
+  await leakCheck(t, 'broker_fixture_everything', {})
+})
+
 for (const name of plugins) {
   t.test(`${name}: ${CYCLES} load/unload cycles under traffic leave nothing behind`, async (t) => {
-    const settings = backends.settings(name)
-    await writeFile(join(test.dataDir, 'etc', `${name}.conf`), Object.entries(settings).map(([k, v]) => `${k} = ${v}\n`).join(''))
-    const before = holdings(test, name)
-    const problemsBefore = traffic.problems.length
-    const deliveredBefore = traffic.delivered
-    const churnsBefore = traffic.churns
-    const started = Date.now()
-    const cpu = process.cpuUsage()
-    const registrations = new Set<number>()
-    let heapWarm = 0
-    let mark = traffic.delivered
-    for (let cycle = 1; cycle <= CYCLES; cycle++) {
-      try {
-        await test.node.plugins.load(name)
-      } catch (err) {
-        t.fail(`${name} failed to load (cycle ${cycle}): ${(err as Error).message}`)
-        return
-      }
-      registrations.add(test.node.plugins.registrations(name))
-      await test.node.plugins.unload(name)
-      if (cycle % 25 === 0) {
-        // the traffic goes on between loads: wait for it to move on, not for time to pass
-        await traffic.flowing(mark)
-        mark = traffic.delivered
-      }
-      if (cycle === WARMUP) heapWarm = await settledHeap(traffic)
-    }
-    const ms = Date.now() - started
-    const { user, system } = process.cpuUsage(cpu)
-    const heapEnd = await settledHeap(traffic)
-    const handles = await settledHandles(traffic, baselineHandles)
-
-    t.ok(Math.min(...registrations) > 0, `each load registered something (${[...registrations].join('/')} registrations)`)
-    t.same(holdings(test, name), before, 'no hook, command, registration, route, listener or alarm left')
-    t.same(excess(handles, baselineHandles), {}, 'no more active handles of any type than before the plugin')
-    const grew = heapEnd - heapWarm
-    t.ok(grew < HEAP_BOUND_MB * MB, `heap after cycle ${CYCLES} − after cycle ${WARMUP} = ${mb(grew)} MB < ${HEAP_BOUND_MB} MB`)
-    t.same(traffic.problems.slice(problemsBefore), [], 'no traffic client refused or dropped')
-    t.ok(traffic.delivered > deliveredBefore && traffic.churns > churnsBefore, 'messages delivered and clients connected during the cycles')
-    const line = `${name}: ${CYCLES} cycles in ${(ms / 1000).toFixed(1)} s (this process's CPU ${((user + system) / 1e6).toFixed(1)} s); heap ${mb(heapWarm)} MB after ${WARMUP}, ${mb(heapEnd)} MB after ${CYCLES} (${grew >= 0 ? '+' : ''}${mb(grew)} MB); ` +
-      `${traffic.delivered - deliveredBefore} messages delivered, ${traffic.churns - churnsBefore} client rounds; handles ${JSON.stringify(handles)}`
-    figures.push(line)
-    t.comment(line)
+    await leakCheck(t, name, backends.settings(name))
   })
 }
 
 t.test('summary', async (t) => {
   const heap = await settledHeap(traffic)
-  t.comment(`${plugins.length} plugins × ${CYCLES} cycles in ${((Date.now() - began) / 1000).toFixed(1)} s (backends' start included); heap now ${mb(heap)} MB; ` +
+  t.comment(`${plugins.length} plugins (and a fixture) × ${CYCLES} cycles in ${((Date.now() - began) / 1000).toFixed(1)} s (backends' start included); heap now ${mb(heap)} MB; ` +
     `${traffic.delivered} messages delivered, ${traffic.churns} client rounds, ${traffic.problems.length} traffic problems`)
   for (const line of figures) t.comment(line)
   t.same(traffic.problems, [], 'no traffic problem over the whole run')
