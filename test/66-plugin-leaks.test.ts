@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import t, { type Test } from 'tap'
-import { INSTALL_ROOT, startTestNode, type HookName, type TestNode } from '../lib/plugin-kit/testing.js'
+import { INSTALL_ROOT, pluginConfText, startTestNode, type HookName, type TestNode } from '../lib/plugin-kit/testing.js'
 import { startPluginBackends, type PluginBackends } from './helpers/plugin-backends.js'
 import { startTraffic, type Traffic } from './helpers/traffic.js'
 
@@ -141,7 +141,7 @@ t.test('every plugin in plugins/ is covered', async (t) => {
 
 /** Loads and unloads `name` `CYCLES` times under the traffic and checks that nothing of it is left. */
 async function leakCheck (t: Test, name: string, settings: Record<string, string | number>): Promise<void> {
-  await writeFile(join(test.dataDir, 'etc', `${name}.conf`), Object.entries(settings).map(([k, v]) => `${k} = ${v}\n`).join(''))
+  await writeFile(join(test.dataDir, 'etc', `${name}.conf`), pluginConfText(settings))
   const before = holdings(test, name)
   const problemsBefore = traffic.problems.length
   const deliveredBefore = traffic.delivered

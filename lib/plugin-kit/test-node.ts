@@ -32,12 +32,17 @@ export async function freePort (): Promise<number> {
   return port
 }
 
+/** A plugin's .conf file holding these settings. */
+export function pluginConfText (settings: Record<string, string | number>): string {
+  return Object.entries(settings).map(([k, v]) => `${k} = ${v}\n`).join('')
+}
+
 /** Writes plugin settings files and data/loaded_plugins (in the given order) for a node about to start. */
 export async function writePluginFiles (dataDir: string, plugins: PluginSettings): Promise<string> {
   const etcDir = join(dataDir, 'etc')
   await mkdir(etcDir, { recursive: true })
   for (const [name, settings] of Object.entries(plugins)) {
-    await writeFile(join(etcDir, `${name}.conf`), Object.entries(settings).map(([k, v]) => `${k} = ${v}\n`).join(''))
+    await writeFile(join(etcDir, `${name}.conf`), pluginConfText(settings))
   }
   await writeFile(join(dataDir, 'loaded_plugins'), Object.keys(plugins).map((name) => `${name}.\n`).join(''))
   return etcDir
