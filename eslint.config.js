@@ -1,6 +1,17 @@
-// Lint: ESLint's recommended rules and typescript-eslint's, over our own code.
+// Lint: ESLint's recommended rules and typescript-eslint's, over our own code;
+// and for plugins (contract v2): they reach the core only through the plugin
+// kit, and keep no state in their modules (eslint-rules/no-module-state.js).
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+import noModuleState from './eslint-rules/no-module-state.js'
+
+/** no-restricted-imports: any path under lib/ except the kit modules named. */
+function onlyKit (...allowed) {
+  const message = `plugins import from the core only lib/plugin-kit/${allowed.join(', lib/plugin-kit/')} (plugin contract v2)`
+  return ['error', { patterns: [{ regex: `^(\\.\\./)+lib/(?!plugin-kit/(${allowed.join('|').replaceAll('.', '\\.')})$)`, message }] }]
+}
+
+const PLUGIN_TESTS = ['plugins/*/test/**']
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', '.tap/'] },
@@ -12,5 +23,18 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-non-null-assertion': 'off'
     }
-  }
+  },
+  {
+    files: ['plugins/**'],
+    ignores: PLUGIN_TESTS,
+    plugins: { local: { rules: { 'no-module-state': noModuleState } } },
+    rules: {
+      'no-restricted-imports': onlyKit('index.js'),
+      'local/no-module-state': 'error'
+    }
+  },
+  { files: PLUGIN_TESTS, rules: { 'no-restricted-imports': onlyKit('index.js', 'testing.js') } },
+  // the administration capability's side of the kit
+  { files: ['plugins/broker_management/**'], ignores: PLUGIN_TESTS, rules: { 'no-restricted-imports': onlyKit('index.js', 'admin.js') } },
+  { files: ['plugins/broker_management/test/**'], rules: { 'no-restricted-imports': onlyKit('index.js', 'testing.js', 'admin.js') } }
 )

@@ -2,9 +2,11 @@
 // and then the broker, each on a fresh server process with two fresh client
 // workers, and prints the figures and the broker's ratios to the other two
 // (broker / bare, broker / mosquitto); then the cluster
-// section (fan-in on one node, on a Redis cluster, across two nodes). See
+// section (fan-in on one node, on a Redis cluster, across two nodes) and the
+// acl-chain section (allocation of the ACL check with a plugin). See
 // bench/README.md.
 import { readFileSync } from 'node:fs'
+import { ACL_CHAIN_SECTION, measureAclChain, type AclChainFigures } from './acl-chain.js'
 import { CLUSTER_SECTION, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
 import { Worker } from './pool.js'
 import { scenarios, type Context, type Metric, type Scenario } from './scenarios.js'
@@ -31,16 +33,16 @@ function openFileLimit (): number {
   return match === null || match[1] === 'unlimited' ? Infinity : Number(match[1])
 }
 
-/** The scenarios of the table and whether the cluster section runs, as BENCH_ONLY says. */
-function selectScenarios (): { selected: Scenario[], cluster: boolean } {
+/** The scenarios of the table and whether the cluster and acl-chain sections run, as BENCH_ONLY says. */
+function selectScenarios (): { selected: Scenario[], cluster: boolean, aclChain: boolean } {
   const only = process.env.BENCH_ONLY
-  if (only === undefined || only === '') return { selected: scenarios, cluster: true }
+  if (only === undefined || only === '') return { selected: scenarios, cluster: true, aclChain: true }
   const names = only.split(',').map((s) => s.trim())
-  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION]
+  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, ACL_CHAIN_SECTION]
   for (const name of names) {
     if (!known.includes(name)) throw new Error(`BENCH_ONLY=${only}: no scenario ${name} (have ${known.join(', ')})`)
   }
-  return { selected: scenarios.filter((s) => names.includes(s.name)), cluster: names.includes(CLUSTER_SECTION) }
+  return { selected: scenarios.filter((s) => names.includes(s.name)), cluster: names.includes(CLUSTER_SECTION), aclChain: names.includes(ACL_CHAIN_SECTION) }
 }
 
 async function runOnce (scenario: Scenario, kind: ServerKind, base: Omit<Context, 'server' | 'workers'>): Promise<Figures> {
@@ -68,16 +70,21 @@ interface Row { scenario: string, metric: Metric, bare?: number, mosquitto?: num
 const ratioOf = (value: number | undefined, base: number | undefined): number | undefined =>
   value !== undefined && base !== undefined && base !== 0 ? value / base : undefined
 
+/** Writes rows as aligned columns: the first `textColumns` left-aligned, the figures right-aligned. */
+function writeColumns (lines: string[][], textColumns: number): void {
+  const widths = lines[0].map((_, c) => Math.max(...lines.map((l) => l[c].length)))
+  for (const l of lines) {
+    process.stdout.write(l.map((cell, c) => c < textColumns ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join('   ') + '\n')
+  }
+}
+
 function printTable (rows: Row[]): void {
   const lines = [['scenario', 'metric', 'bare aedes', 'mosquitto', 'broker', '/bare', '/mosquitto']]
   for (const r of rows) {
     const d = r.metric.decimals
     lines.push([r.scenario, r.metric.name, format(r.bare, d), format(r.mosquitto, d), format(r.broker, d), format(r.ratio, 2), format(r.ratioMosquitto, 2)])
   }
-  const widths = lines[0].map((_, c) => Math.max(...lines.map((l) => l[c].length)))
-  for (const l of lines) {
-    process.stdout.write(l.map((cell, c) => c < 2 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join('   ') + '\n')
-  }
+  writeColumns(lines, 2)
   process.stdout.write('\n/bare = broker / bare aedes (unpatched), /mosquitto = broker / mosquitto. msg/s, deliveries/s, connack/s: above 1 = broker faster. ' +
     'ms, s and RSS: above 1 = broker worse (slower / more memory).\n')
 }
@@ -91,19 +98,25 @@ function printCluster (seconds: number, cluster: ClusterResults): void {
     const ratio = value === undefined || single === null || single === 0 ? undefined : value / single
     lines.push([title, format(value, 0), format(ratio, 2), format(cluster['sent/s'][key] ?? undefined, 0)])
   }
-  const widths = lines[0].map((_, c) => Math.max(...lines.map((l) => l[c].length)))
-  for (const l of lines) {
-    process.stdout.write(l.map((cell, c) => c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join('   ') + '\n')
-  }
+  writeColumns(lines, 1)
   process.stdout.write('\nratio = msg/s / msg/s of (1); below 1 = slower than one node on its embedded store. ' +
     '(2): one node with its store and messages on Redis; (3): subscriber on node a, publishers on node b, every message through Redis pub/sub. ' +
     'sent msg/s well above msg/s: deliveries stalled and the publishers\' window was reset (see bench/README.md).\n')
 }
 
+function printAclChain (figures: AclChainFigures): void {
+  process.stdout.write(`\n${ACL_CHAIN_SECTION}: the broker's ACL check of one PUBLISH, in-process, one plugin handler answering synchronously\n\n`)
+  const lines = [['case', 'bytes/op', 'ops/s'],
+    ['acl chain, sync plugin, cache miss', format(figures.miss.bytes, 0), format(figures.miss.rate, 0)],
+    ['acl chain, sync plugin, cache hit', format(figures.hit.bytes, 0), format(figures.hit.rate, 0)]]
+  writeColumns(lines, 1)
+  process.stdout.write('\nbytes/op: heap allocated per check (no collection in the measured window); see bench/README.md.\n')
+}
+
 async function main (): Promise<number> {
   const seconds = positiveNumber('BENCH_SECONDS', 5, false)
   let connections = positiveNumber('BENCH_CONNECTIONS', 2000, true)
-  const { selected, cluster: runCluster } = selectScenarios()
+  const { selected, cluster: runCluster, aclChain: runAclChain } = selectScenarios()
   const notes: string[] = []
   // The server holds every idle connection: keep headroom for its own files.
   const fdCap = openFileLimit() - 200
@@ -147,6 +160,18 @@ async function main (): Promise<number> {
   }
 
   const cluster = runCluster ? await runClusterSection(seconds, base.note, errors) : null
+  let aclChain: AclChainFigures | null = null
+  if (runAclChain) {
+    process.stderr.write(`${ACL_CHAIN_SECTION} ... `)
+    try {
+      aclChain = await measureAclChain()
+      process.stderr.write(`cache miss ${format(aclChain.miss.bytes, 0)} bytes/op, ${format(aclChain.miss.rate, 0)} ops/s\n`)
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err)
+      process.stderr.write(`failed: ${message}\n`)
+      errors.push(`${ACL_CHAIN_SECTION}: ${message}`)
+    }
+  }
 
   process.stdout.write(`\nbenchmark: ${seconds} s per scenario and server, ${connections} idle connections, ${WORKERS} client workers\n`)
   if (rows.length > 0) {
@@ -154,6 +179,7 @@ async function main (): Promise<number> {
     printTable(rows)
   }
   if (cluster !== null && cluster.skipped === null) printCluster(seconds, cluster)
+  if (aclChain !== null) printAclChain(aclChain)
   for (const n of notes) process.stdout.write(`note: ${n}\n`)
   for (const e of errors) process.stdout.write(`error: ${e}\n`)
 
@@ -166,7 +192,7 @@ async function main (): Promise<number> {
       bare: orNull(r.bare), mosquitto: orNull(r.mosquitto), broker: orNull(r.broker), ratio: orNull(r.ratio), ratioMosquitto: orNull(r.ratioMosquitto), lowerIsBetter: r.metric.lowerIsBetter
     }
   }
-  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, notes, errors })}\n`)
+  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, aclChain, notes, errors })}\n`)
   return errors.length === 0 ? 0 : 1
 }
 

@@ -1,9 +1,9 @@
 // One broker node: opens the store, builds access control, the engine and
-// the plugin host, then opens the listeners; stops them in reverse order.
+// the plugin host, then opens the listeners, each part one step of a
+// start/stop stack (lib/lifecycle.ts) that stops them in reverse order.
 // Nothing else lives here.
 import { join, isAbsolute, resolve } from 'node:path'
 import type { Aedes, Client } from 'aedes'
-import type { Level } from 'level'
 import { AccessControl } from './access/access-control.js'
 import { createAuthenticate } from './access/authenticate.js'
 import { SessionGuard } from './access/session-guard.js'
@@ -21,12 +21,12 @@ import { SessionTimers } from './engine/session-timers.js'
 import { indexStore, storedClientsIndex, type StoreIndex } from './engine/store-index.js'
 import { coalesceSubscriptionWrites } from './engine/subscription-writes.js'
 import { SharedSubscriptions } from './engine/shared-subscriptions.js'
-import type { AedesPersistence } from './engine/store.js'
 import { openBackend, type Backend } from './engine/backend.js'
 import { mapEngineEvents } from './hooks/engine-events.js'
 import { HookRegistry } from './hooks/registry.js'
 import { createListeners, type Listener } from './listeners/index.js'
 import { followLevel, type Logger } from './log.js'
+import { once, StartStopStack } from './lifecycle.js'
 import type { PublishRequest } from './plugin-kit/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
@@ -63,14 +63,9 @@ interface Parts {
   banned: BannedList
   plugins: PluginHost
   observability: Observability
-  db: Level<string, Buffer>
-  persistence: AedesPersistence
-  backend: Backend
-  timers: SessionTimers
   storeIndex: StoreIndex
   tracer: Tracer
   commands: CommandRegistry
-  clustering: Clustering
   lifecycle: NodeLifecycle
   service: NodeService
 }
@@ -92,20 +87,15 @@ export class BrokerNode {
   readonly tracer: Tracer
   /** what broker_ctl can run here (the node's commands and the plugins') */
   readonly commands: CommandRegistry
-  readonly #clustering: Clustering
   /** what the API, broker_ctl and other nodes call (the node service) */
   readonly service: NodeService
   /** starting → running → draining → stopping → stopped; what /status and the drain read */
   readonly lifecycle: NodeLifecycle
-  #control: ControlServer | undefined
-  readonly #db: Level<string, Buffer>
-  readonly #persistence: AedesPersistence
-  readonly #backend: Backend
-  readonly #timers: SessionTimers
-  readonly #unfollowLevel: () => void
+  /** the started parts' stops (lib/lifecycle.ts) */
+  readonly #started: StartStopStack
   #stopping: Promise<void> | null = null
 
-  private constructor (readonly config: Config, readonly logger: Logger, parts: Parts) {
+  private constructor (readonly config: Config, readonly logger: Logger, parts: Parts, started: StartStopStack) {
     this.engine = parts.engine
     this.listeners = parts.listeners
     this.retainer = parts.retainer
@@ -119,14 +109,9 @@ export class BrokerNode {
     this.storeIndex = parts.storeIndex
     this.tracer = parts.tracer
     this.commands = parts.commands
-    this.#clustering = parts.clustering
     this.service = parts.service
     this.lifecycle = parts.lifecycle
-    this.#db = parts.db
-    this.#persistence = parts.persistence
-    this.#backend = parts.backend
-    this.#timers = parts.timers
-    this.#unfollowLevel = followLevel(config, logger)
+    this.#started = started
   }
 
   get name (): string {
@@ -142,70 +127,103 @@ export class BrokerNode {
     return true
   }
 
+  /**
+   * Starts the parts in order (docs/architecture.md, "Node lifecycle"); each
+   * pushes its stop, and `stop()` (or a part that fails to start) unwinds them
+   * in reverse.
+   */
   static async start ({ config, logger, root, pluginDirs = [] }: NodeOptions): Promise<BrokerNode> {
     assertEnginePatched(root)
     const dataDir = resolvePath(root, config.get('node.data_dir'))
     const lifecycle = new NodeLifecycle()
-    const backend = await openBackend(config, dataDir)
-    const { db, persistence } = backend
-    let engine: Aedes | undefined
-    let banned: BannedList | undefined
-    let timers: SessionTimers | undefined
-    let plugins: PluginHost | undefined
-    let clustering: Clustering | undefined
-    let observability: Observability | undefined
-    try {
-      const storeIndex = backend.storedClients !== undefined ? storedClientsIndex(backend.storedClients) : await indexStore(db, persistence)
+    const stack = new StartStopStack(logger)
+    const parts = await stack.start(async (step): Promise<Parts> => {
+      await step('log level', () => followLevel(config, logger), (unfollow) => unfollow())
+      const backend = await step('store', async () => await openBackend(config, dataDir), closeStore)
+      const { db, persistence } = backend
+      const storeIndex = await step('store index', async () => backend.storedClients !== undefined ? storedClientsIndex(backend.storedClients) : await indexStore(db, persistence))
       coalesceSubscriptionWrites(persistence)
-      const retainer = new Retainer(config)
-      await retainer.attach(persistence)
-      const queues = new SessionQueues(config,
-        (clientId) => engine !== undefined && engineClient(engine, clientId)?.closed === false,
-        (clientId, packet) => engine?.emit('messageDropped', packet, { id: clientId }, 'queue_full'))
-      await queues.attach(db, persistence, { exact: !backend.shared })
-      banned = new BannedList(backend.stores('banned'))
-      await banned.open()
+      const retainer = await step('retained messages', async () => {
+        const retainer = new Retainer(config)
+        await retainer.attach(persistence)
+        return retainer
+      })
+      // the queues wrap the store the engine is built on, so they read the engine late
+      let built: Aedes | undefined = undefined
+      const queues = await step('session queues', async () => {
+        const queues = new SessionQueues(config,
+          (clientId) => built !== undefined && engineClient(built, clientId)?.closed === false,
+          (clientId, packet) => built?.emit('messageDropped', packet, { id: clientId }, 'queue_full'))
+        await queues.attach(db, persistence, { exact: !backend.shared })
+        return queues
+      })
+      const banned = await step('banned list', async () => {
+        const banned = new BannedList(backend.stores('banned'))
+        await banned.open()
+        return banned
+      }, (banned) => banned.close())
 
       // the plugin host gives the registry its chain order when it boots
       const hooks = new HookRegistry(logger)
-      const access = new AccessControl(config, hooks, root, logger)
-      await access.reload()
-      const callbacks = createCallbacks({ config, access, hooks })
-      const enhanced = new EnhancedAuth(hooks, logger)
-      const guard = new SessionGuard(config, access, backend.stores('session_owners'), async (clientId) => (await persistence.subscriptionsByClient({ id: clientId })).length > 0)
-      const authenticate = createAuthenticate({ config, hooks, banned, enhanced, guard, logger })
-      observability = new Observability(config, logger)
+      const access = await step('access control', async () => {
+        const access = new AccessControl(config, hooks, root, logger)
+        await access.reload()
+        return access
+      })
+      const observability = await step('observability', () => new Observability(config, logger), (observability) => observability.stop())
       const shared = new SharedSubscriptions(config)
       const ownership = backend.redis === undefined ? undefined : new TimerOwnership(backend.redis, config.get('cluster.name'), config.get('node.name'))
-      timers = new SessionTimers(backend.stores('timers'), backend.wipeQueue, logger, ownership)
-      engine = await createEngine({ config, persistence, mq: backend.mq, shared, enhanced, timers, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
-      await timers.restore(engine, persistence as unknown as Parameters<SessionTimers['restore']>[1], (clientId) => queues.forget(clientId))
-      const restored = timers
-      logEngineEvents(engine, logger)
-      mapEngineEvents(engine, hooks)
+      const timers = new SessionTimers(backend.stores('timers'), backend.wipeQueue, logger, ownership)
+      // closed by the listening step's stop (below), before the plugins unload; here only when the node fails before it listens
+      const engine = await step('engine', async () => {
+        const callbacks = createCallbacks({ config, access, hooks })
+        const enhanced = new EnhancedAuth(hooks, logger)
+        const guard = new SessionGuard(config, access, backend.stores('session_owners'), async (clientId) => (await persistence.subscriptionsByClient({ id: clientId })).length > 0)
+        const authenticate = createAuthenticate({ config, hooks, banned, enhanced, guard, logger })
+        const engine = await createEngine({ config, persistence, mq: backend.mq, shared, enhanced, timers, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
+        logEngineEvents(engine, logger)
+        mapEngineEvents(engine, hooks)
+        return engine
+      }, closeEngine)
+      built = engine
+      await step('session timers', async () => {
+        await timers.restore(engine, persistence as unknown as Parameters<SessionTimers['restore']>[1], (clientId) => queues.forget(clientId))
+      }, async () => await timers.stop())
+      // made here, opened by the listening step: the service and the drain list them
+      const listeners = await step('listeners', async () => await createListeners(config, root, (stream, req) => engine.handle(stream, req)))
 
-      const running = engine
-      // the service is given to the plugins, and the listeners open after the plugins boot: both are read late
-      const late: { plugins?: PluginHost, listeners: Listener[] } = { listeners: [] }
-      const drain = new Drain({ engine, lifecycle, listeners: () => late.listeners, logger, serverReference: () => clustering?.serverReference() })
-      const service = new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => late.plugins, listeners: () => late.listeners, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => restored.restoredExpiryInterval(clientId) })
-      const tracer = new Tracer(engine, logger)
-      clustering = await joinCluster({ config, backend, service, shared, engineId: engine.id, logger })
-      service.cluster = clustering.cluster
+      // the plugin host is given the service and the cluster serves it: the service reads both late
+      let plugins: PluginHost | undefined = undefined
+      let clustering: Clustering | undefined = undefined
+      const service = await step('node service', () => {
+        const drain = new Drain({ engine, lifecycle, listeners: () => listeners, logger, serverReference: () => clustering?.serverReference() })
+        return new NodeService({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => plugins, listeners: () => listeners, cluster: () => clustering!.cluster, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => timers.restoredExpiryInterval(clientId) })
+      })
       // mqtt.acl_file is live: the rules are read again when it changes (a bad file keeps the rules in force)
-      config.on('change', (key: string) => {
-        if (key === 'mqtt.acl_file') service.reloadAcl().catch((err: Error) => logger.error({ err }, 'acl file not reloaded'))
+      await step('acl file watch', () => {
+        const onChange = (key: string): void => {
+          if (key === 'mqtt.acl_file') service.reloadAcl().catch((err: Error) => logger.error({ err }, 'acl file not reloaded'))
+        }
+        config.on('change', onChange)
+        return onChange
+      }, (onChange) => config.off('change', onChange))
+      // its RPC answers from here; it leaves when the node stops accepting (the announce step), or here when the node never got that far
+      const cluster = await step('cluster', async () => {
+        const joined = await joinCluster({ config, backend, service, shared, engineId: engine.id, logger })
+        return { ...joined, leave: once(joined.leave) }
+      }, async (cluster) => await cluster.leave())
+      clustering = cluster
+      observability.nodeNames = cluster.liveNodes
+      cluster.onMembersChanged(() => observability.sysTopics.brokers())
+      cluster.onNodeLeft((left) => {
+        timers.adoptFrom(left).catch((err: Error) => logger.error({ err, node: left }, 'timers of a node that left not taken over'))
       })
-      observability.nodeNames = clustering.liveNodes
-      const observed = observability
-      clustering.onMembersChanged(() => observed.sysTopics.brokers())
-      const sessionTimers = timers
-      clustering.onNodeLeft((left) => {
-        sessionTimers.adoptFrom(left).catch((err: Error) => logger.error({ err, node: left }, 'timers of a node that left not taken over'))
-      })
+
+      const tracer = new Tracer(engine, logger)
       const commands = new CommandRegistry()
       for (const command of [...nodeCommands({ service, tracer }), helpCommand(commands)]) commands.add(command)
-      plugins = new PluginHost({
+      // the host's stop is pushed before the boot, so plugins that booted before a failing one are unloaded
+      const host = await step('plugin host', () => new PluginHost({
         pluginDirs: [join(root, import.meta.url.endsWith('.ts') ? 'plugins' : 'dist/plugins'), ...pluginDirs],
         etcDir: resolvePath(root, config.get('plugins.etc_dir')),
         loadedFile: join(dataDir, 'loaded_plugins'),
@@ -215,79 +233,78 @@ export class BrokerNode {
         logger,
         config,
         service,
-        clients: () => engineClients(running).flatMap((client) => clientState(client)?.info ?? []),
-        publish: async (message) => await publish(running, message),
+        clients: () => engineClients(engine).flatMap((client) => clientState(client)?.info ?? []),
+        publish: async (message) => await publish(engine, message),
         store: (plugin) => pluginStore(backend.stores, plugin),
         alarms: observability.alarms
-      })
-      late.plugins = plugins
-      await plugins.boot()
+      }), async (host) => await host.stopAll())
+      plugins = host
+      await step('plugins', async () => await host.boot())
 
-      const listeners = await createListeners(config, root, (stream, req) => running.handle(stream, req))
-      late.listeners = listeners
-      observability.attach({ engine, listeners, retainer, queues, hooks, shared, restoredSessions: () => restored.restoredSessions() })
-      const node = new BrokerNode(config, logger, { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins, observability, db, persistence, backend, timers, storeIndex, tracer, commands, clustering, lifecycle, service })
-      try {
-        for (const listener of listeners) {
-          await listener.start()
-          logger.info({ listener: listener.protocol, address: `${listener.address.host}:${listener.address.port}` }, 'listener started')
+      // undone by the observability step's stop
+      await step('observing', () => observability.attach({ engine, listeners, retainer, queues, hooks, shared, restoredSessions: () => timers.restoredSessions() }))
+      // its stop disconnects every client (the engine closes) while the plugins are loaded and see them go
+      await step('listening', async () => {
+        try {
+          await listen(listeners, logger)
+        } catch (err) {
+          await stopServing(listeners, engine)
+          throw err
         }
-      } catch (err) {
-        await node.stop()
-        throw err
-      }
-      await clustering.announce(listeners.find((l) => l.protocol === 'mqtt:tcp')?.address.port)
-      await node.#openControl(controlSocketPath(dataDir))
-      lifecycle.set('running')
-      logger.info({ node: node.name, dataDir }, 'broker node is running')
-      return node
-    } catch (err) {
-      if (engine !== undefined && !engine.closed) await closeEngine(engine)
-      // a failure after the plugins booted (e.g. a listener's certificate) must not leave them running
-      await plugins?.stopAll()
-      await clustering?.leave()
-      observability?.stop()
-      await timers?.stop()
-      banned?.close()
-      if (db.status === 'open') await persistence.destroy()
-      await backend.close()
-      throw err
-    }
+      }, async () => await stopServing(listeners, engine))
+      // the traces end before the clients are disconnected; the tracer was made earlier, for the commands
+      await step('tracing', () => tracer, async (tracer) => await tracer.stopAll())
+      await step('cluster announce', async () => await cluster.announce(listeners.find((l) => l.id === 'mqtt:tcp:external')?.address.port), async () => await cluster.leave())
+      await step('control socket', async () => await openControl(controlSocketPath(dataDir), commands, logger), async (control) => await control?.stop())
+      return { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins: host, observability, storeIndex, tracer, commands, lifecycle, service }
+    })
+    const node = new BrokerNode(config, logger, parts, stack)
+    lifecycle.set('running')
+    logger.info({ node: node.name, dataDir }, 'broker node is running')
+    return node
   }
 
-  /** Stops accepting, disconnects clients (v5: DISCONNECT 0x8B), unloads plugins, then closes the store. */
+  /** Closes broker_ctl, leaves the cluster, stops accepting, disconnects clients (v5: DISCONNECT 0x8B), unloads plugins, then closes the store. */
   async stop (): Promise<void> {
     this.#stopping ??= this.#stop()
     return await this.#stopping
   }
 
-  /** The broker_ctl socket; a node that cannot open it runs on without broker_ctl (and says why). */
-  async #openControl (path: string): Promise<void> {
-    try {
-      this.#control = await ControlServer.start(path, this.commands, this.logger)
-    } catch (err) {
-      this.logger.error({ err: (err as Error).message, path }, 'broker_ctl control socket not opened; broker_ctl cannot reach this node')
-    }
-  }
-
   async #stop (): Promise<void> {
     this.lifecycle.set('stopping')
-    await this.#control?.stop()
-    await this.#clustering.leave()
-    await this.tracer.stopAll()
-    const closing = this.listeners.map(async (listener) => await listener.stop())
-    await closeEngine(this.engine)
-    await Promise.all(closing)
-    await this.#timers.stop()
-    await this.plugins.stopAll()
-    this.observability.stop()
-    this.#unfollowLevel()
-    this.banned.close()
-    if (this.#db.status === 'open') await this.#persistence.destroy()
-    await this.#backend.close()
+    await this.#started.stop()
     this.lifecycle.set('stopped')
     this.logger.info({ node: this.name }, 'broker node stopped')
   }
+}
+
+/** The broker_ctl socket; a node that cannot open it runs on without broker_ctl (and says why). */
+async function openControl (path: string, commands: CommandRegistry, logger: Logger): Promise<ControlServer | undefined> {
+  try {
+    return await ControlServer.start(path, commands, logger)
+  } catch (err) {
+    logger.error({ err: (err as Error).message, path }, 'broker_ctl control socket not opened; broker_ctl cannot reach this node')
+    return undefined
+  }
+}
+
+async function listen (listeners: Listener[], logger: Logger): Promise<void> {
+  for (const listener of listeners) {
+    await listener.start()
+    logger.info({ listener: listener.id, address: `${listener.address.host}:${listener.address.port}` }, 'listener started')
+  }
+}
+
+/** Stops accepting, then closes the engine (disconnecting the clients); a listener has closed once its connections are gone. */
+async function stopServing (listeners: Listener[], engine: Aedes): Promise<void> {
+  const closing = listeners.map(async (listener) => await listener.stop())
+  await closeEngine(engine)
+  await Promise.all(closing)
+}
+
+async function closeStore (backend: Backend): Promise<void> {
+  if (backend.db.status === 'open') await backend.persistence.destroy()
+  await backend.close()
 }
 
 async function publish (engine: Aedes, { topic, payload, qos = 0, retain = false }: PublishRequest): Promise<void> {
@@ -297,6 +314,7 @@ async function publish (engine: Aedes, { topic, payload, qos = 0, retain = false
 }
 
 async function closeEngine (engine: Aedes): Promise<void> {
+  if (engine.closed) return
   await new Promise<void>((resolve) => engine.close(() => resolve()))
 }
 

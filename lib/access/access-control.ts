@@ -2,12 +2,13 @@
 // else the plugins' `client.check_acl` handlers in chain order, then the rules
 // of mqtt.acl_file, then mqtt.acl_nomatch. The answer is cached per client
 // when mqtt.cache_acl is on (bounded by mqtt.acl_cache_max_size, trusted for
-// mqtt.acl_cache_ttl). With no plugin handler and a cached or file answer the
-// check is synchronous: no promise on the publish path.
+// mqtt.acl_cache_ttl). The check is synchronous, with no promise on the
+// publish path, unless a plugin handler answers with a promise (lib/hooks/chain.ts).
 import { isAbsolute, resolve } from 'node:path'
 import type { Config } from '../config/store.js'
+import { runChain, type ChainRules } from '../hooks/chain.js'
 import type { HookRegistry } from '../hooks/registry.js'
-import type { AclAccess } from '../hooks/types.js'
+import type { AclAccess, CheckAclRequest, ClientInfo, Decision } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import { loadAclFile } from './acl-file.js'
 import { checkAcl, type AclRule } from './acl-match.js'
@@ -25,6 +26,15 @@ export function unsharedFilter (filter: string): string {
 
 export class AccessControl {
   #rules: AclRule[] = []
+  /** a handler's error is logged and taken as an ignore; when all ignore, the file rules decide */
+  readonly #chain: ChainRules<CheckAclRequest, Decision, boolean, undefined> = {
+    decide: (decision) => decision === 'ignore' ? undefined : decision === 'allow',
+    failed: (err, request) => {
+      this.logger.error({ err, clientId: request.client.clientId, topic: request.topic }, 'ACL handler failed; treated as ignore')
+      return undefined
+    },
+    fallback: (request) => this.#fromFile(request.client, request.access, request.topic)
+  }
 
   constructor (
     private readonly config: Config,
@@ -48,16 +58,17 @@ export class AccessControl {
   check (state: ClientState, access: AclAccess, topic: string): boolean | Promise<boolean> {
     if (state.info.isSuperuser) return true
     const caching = this.config.get('mqtt.cache_acl')
-    const key = (access === 'publish' ? 'p:' : 's:') + topic
     if (caching) {
-      const hit = state.aclCache.get(key)
+      const hit = state.aclCache.get(access, topic)
       if (hit !== undefined && hit.expiresAt > Date.now()) return hit.allow
     }
     const checked = access === 'subscribe' ? unsharedFilter(topic) : topic
     if (!this.hooks.has('client.check_acl')) {
-      return this.#remember(state, key, caching, this.#fromFile(state, access, checked))
+      return this.#remember(state, access, topic, caching, this.#fromFile(state.info, access, checked))
     }
-    return this.#fromChain(state, access, checked).then((allow) => this.#remember(state, key, caching, allow))
+    const allowed = runChain(this.hooks.handlers('client.check_acl'), { client: state.info, access, topic: checked }, this.#chain, undefined)
+    if (typeof allowed === 'boolean') return this.#remember(state, access, topic, caching, allowed)
+    return allowed.then((allow) => this.#remember(state, access, topic, caching, allow))
   }
 
   /** Forgets one topic's cached answers (both actions), or all of them. */
@@ -66,36 +77,18 @@ export class AccessControl {
       state.aclCache.clear()
       return
     }
-    state.aclCache.delete('p:' + topic)
-    state.aclCache.delete('s:' + topic)
+    state.aclCache.delete('publish', topic)
+    state.aclCache.delete('subscribe', topic)
   }
 
-  async #fromChain (state: ClientState, access: AclAccess, topic: string): Promise<boolean> {
-    for (const handler of this.hooks.handlers('client.check_acl')) {
-      let decision
-      try {
-        decision = await handler({ client: state.info, access, topic })
-      } catch (err) {
-        this.logger.error({ err, clientId: state.info.clientId, topic }, 'ACL handler failed; treated as ignore')
-        continue
-      }
-      if (decision !== 'ignore') return decision === 'allow'
-    }
-    return this.#fromFile(state, access, topic)
-  }
-
-  #fromFile (state: ClientState, access: AclAccess, topic: string): boolean {
-    const decision = checkAcl(this.#rules, state.info, access, topic)
+  #fromFile (client: ClientInfo, access: AclAccess, topic: string): boolean {
+    const decision = checkAcl(this.#rules, client, access, topic)
     return decision === 'nomatch' ? this.config.get('mqtt.acl_nomatch') === 'allow' : decision === 'allow'
   }
 
-  #remember (state: ClientState, key: string, caching: boolean, allow: boolean): boolean {
-    if (!caching) return allow
-    const cache = state.aclCache
-    cache.delete(key)
-    cache.set(key, { allow, expiresAt: Date.now() + this.config.get('mqtt.acl_cache_ttl') })
-    if (cache.size > this.config.get('mqtt.acl_cache_max_size')) {
-      cache.delete(cache.keys().next().value as string)
+  #remember (state: ClientState, access: AclAccess, topic: string, caching: boolean, allow: boolean): boolean {
+    if (caching) {
+      state.aclCache.set(access, topic, allow, Date.now() + this.config.get('mqtt.acl_cache_ttl'), this.config.get('mqtt.acl_cache_max_size'))
     }
     return allow
   }

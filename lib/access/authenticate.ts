@@ -4,8 +4,9 @@
 // decides, and when every handler ignores, mqtt.allow_anonymous does.
 import type { AuthenticateError, Client } from 'aedes'
 import type { Config } from '../config/store.js'
+import { runChain, type ChainRules } from '../hooks/chain.js'
 import type { HookRegistry } from '../hooks/registry.js'
-import type { AuthenticateAnswer, ClientInfo } from '../hooks/types.js'
+import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Refusal as ListenerRefusal } from '../listeners/gate.js'
 import type { Logger } from '../log.js'
@@ -27,11 +28,31 @@ type Refused = { allow: false, reason: Refusal, message: string, credentials?: t
 /** `username`: the name the deciding backend matched, when it says (see AuthenticateAnswer) */
 type Verdict = { allow: true, superuser: boolean, mountpoint?: string, username?: string } | Refused
 
+/** What one handler's answer decides; undefined for an ignore. */
+function verdictOf (answer: AuthenticateAnswer): Verdict | undefined {
+  if (answer === 'ignore') return undefined
+  if (answer === 'allow') return { allow: true, superuser: false }
+  if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied', credentials: true }
+  if (answer.result === 'allow') return { allow: true, superuser: answer.superuser === true, mountpoint: answer.mountpoint, username: answer.username }
+  return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied', credentials: true }
+}
+
 export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, guard: SessionGuard, logger: Logger }
 
 
 export function createAuthenticate ({ config, hooks, banned, enhanced, guard, logger }: AuthenticateDeps) {
   const failureDelay = new AuthFailureDelay(() => config.get('mqtt.auth_failure_delay'))
+  // a handler's error refuses the connection; when all ignore, mqtt.allow_anonymous decides
+  const chain: ChainRules<AuthenticateRequest, AuthenticateAnswer, Verdict, undefined> = {
+    decide: verdictOf,
+    failed: (err, { client }) => {
+      logger.error({ err, clientId: client.clientId }, 'authenticate handler failed; connection refused')
+      return { allow: false, reason: 'not_authorized', message: 'authentication failed', credentials: true }
+    },
+    fallback: () => config.get('mqtt.allow_anonymous')
+      ? { allow: true, superuser: false }
+      : { allow: false, reason: 'not_authorized', message: 'no auth plugin allowed the client and anonymous access is off', credentials: true }
+  }
 
   function bannedRefusal (info: ClientInfo): Refused | undefined {
     const ban = banned.match(info)
@@ -68,22 +89,7 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, guard, lo
     // an MQTT 5 enhanced authentication exchange already decided
     const exchanged = enhanced.takeVerdict(client)
     if (exchanged !== undefined) return { allow: true, ...exchanged }
-    for (const handler of hooks.handlers('client.authenticate')) {
-      let answer: AuthenticateAnswer
-      try {
-        answer = await handler({ client: info, password })
-      } catch (err) {
-        logger.error({ err, clientId: info.clientId }, 'authenticate handler failed; connection refused')
-        return { allow: false, reason: 'not_authorized', message: 'authentication failed', credentials: true }
-      }
-      if (answer === 'ignore') continue
-      if (answer === 'allow') return { allow: true, superuser: false }
-      if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied', credentials: true }
-      if (answer.result === 'allow') return { allow: true, superuser: answer.superuser === true, mountpoint: answer.mountpoint, username: answer.username }
-      return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied', credentials: true }
-    }
-    if (config.get('mqtt.allow_anonymous')) return { allow: true, superuser: false }
-    return { allow: false, reason: 'not_authorized', message: 'no auth plugin allowed the client and anonymous access is off', credentials: true }
+    return await runChain(hooks.handlers('client.authenticate'), { client: info, password }, chain, undefined)
   }
 
   return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {

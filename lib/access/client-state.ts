@@ -3,13 +3,11 @@
 import type { Client } from 'aedes'
 import type { ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
-
-export interface CachedAnswer { allow: boolean, expiresAt: number }
+import { AclCache } from './acl-cache.js'
 
 export interface ClientState {
   info: ClientInfo
-  /** `p:<topic>` / `s:<topic>` → answer; insertion order = age */
-  aclCache: Map<string, CachedAnswer>
+  aclCache: AclCache
   /** mounted filters of the resumed session that its new connection may no longer read */
   withdrawn?: string[]
 }
@@ -24,7 +22,7 @@ export function setClientState (client: Client, info: ClientInfo): ClientState {
 
 /** The state of a client that is not connected (the owner of a will published after it left). */
 export function detachedState (info: ClientInfo): ClientState {
-  return { info, aclCache: new Map<string, CachedAnswer>() }
+  return { info, aclCache: new AclCache() }
 }
 
 export function clientState (client: Client): ClientState | undefined {

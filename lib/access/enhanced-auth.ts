@@ -4,8 +4,9 @@
 // client, so the auth chain (lib/access/authenticate.ts) accepts it with its
 // superuser and mountpoint answer instead of asking the password plugins.
 import type { Client } from 'aedes'
+import { runChain, type ChainHandler, type ChainRules } from '../hooks/chain.js'
 import type { HookRegistry } from '../hooks/registry.js'
-import type { EnhancedAuthAnswer, EnhancedAuthRequest, HookHandlers } from '../hooks/types.js'
+import type { EnhancedAuthAnswer, EnhancedAuthRequest } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import { clientInfoOf, clientState } from './client-state.js'
 import { REFUSALS } from './refusals.js'
@@ -14,13 +15,28 @@ export interface AuthStep { result: 'continue' | 'allow' | 'deny' | 'unknown', d
 type StepCallback = (err: Error | null, step: AuthStep) => void
 interface AuthPacket { username?: string, properties?: { authenticationMethod?: string, authenticationData?: Buffer } }
 
-interface Exchange { handler: HookHandlers['client.enhanced_auth'], request: EnhancedAuthRequest }
+interface Exchange { handler: ChainHandler<EnhancedAuthRequest, EnhancedAuthAnswer>, request: EnhancedAuthRequest }
 export interface EnhancedVerdict { superuser: boolean, mountpoint?: string }
 
 
 export class EnhancedAuth {
   readonly #exchanges = new WeakMap<Client, Exchange>()
   readonly #verdicts = new WeakMap<Client, EnhancedVerdict>()
+  /** the handler that does not ignore step 0 owns the exchange; a handler's error denies */
+  readonly #chain: ChainRules<EnhancedAuthRequest, EnhancedAuthAnswer, AuthStep, Client> = {
+    decide: (answer, request, client, handler) => {
+      if (answer === 'ignore') return undefined
+      if (answer.result !== 'continue') return this.#end(client, answer)
+      request.state = answer.state
+      this.#exchanges.set(client, { handler, request })
+      return { result: 'continue', data: answer.data }
+    },
+    failed: (err, request, client) => {
+      this.logger.error({ err, clientId: request.client.clientId }, 'enhanced auth handler failed')
+      return this.#end(client, { result: 'deny', reason: 'not_authorized' })
+    },
+    fallback: () => ({ result: 'unknown' })
+  }
 
   constructor (private readonly hooks: HookRegistry, private readonly logger: Logger) {}
 
@@ -46,29 +62,16 @@ export class EnhancedAuth {
     void this.#run(client, exchange).then((step) => cb(null, step), (err: Error) => cb(err, { result: 'deny' }))
   }
 
+  /** Step 0 goes down the chain; a later step only to the handler that owns the exchange. */
   async #first (client: Client, request: EnhancedAuthRequest): Promise<AuthStep> {
-    for (const handler of this.hooks.handlers('client.enhanced_auth')) {
-      const exchange = { handler, request }
-      const step = await this.#run(client, exchange)
-      if (step.result !== 'unknown') return step
-    }
-    return { result: 'unknown' }
+    return await runChain(this.hooks.handlers('client.enhanced_auth'), request, this.#chain, client)
   }
 
   async #run (client: Client, exchange: Exchange): Promise<AuthStep> {
-    let answer: EnhancedAuthAnswer
-    try {
-      answer = await exchange.handler(exchange.request)
-    } catch (err) {
-      this.logger.error({ err, clientId: exchange.request.client.clientId }, 'enhanced auth handler failed')
-      answer = { result: 'deny', reason: 'not_authorized' }
-    }
-    if (answer === 'ignore') return { result: 'unknown' }
-    if (answer.result === 'continue') {
-      exchange.request.state = answer.state
-      this.#exchanges.set(client, exchange)
-      return { result: 'continue', data: answer.data }
-    }
+    return await runChain([exchange.handler], exchange.request, this.#chain, client)
+  }
+
+  #end (client: Client, answer: Extract<EnhancedAuthAnswer, { result: 'allow' | 'deny' }>): AuthStep {
     this.#exchanges.delete(client)
     if (answer.result === 'deny') return { result: 'deny', reasonCode: REFUSALS[answer.reason ?? 'not_authorized'].reasonCode }
     this.#verdicts.set(client, { superuser: answer.superuser === true, mountpoint: answer.mountpoint })

@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises'
 import { isDeepStrictEqual } from 'node:util'
 import type { Logger } from '../log.js'
 import { ConfigError, parseConfigText, type ConfigLine } from './parse.js'
-import { canonicalKey, schema, type SettingKey } from './schema.js'
+import { canonicalKey, settingOf, type SettingKey } from './schema.js'
 import type { Config } from './store.js'
 
 export const OVERRIDE_FILE = 'configs.override'
@@ -145,7 +145,7 @@ export class SettingKindError extends Error {
  */
 export function changeSetting (config: Config, key: string, value: string, origin: string, nextStart = false): void {
   config.parse(key, value, origin)
-  const kind = schema[canonicalKey(key) as SettingKey].kind
+  const kind = settingOf(canonicalKey(key))!.kind
   if (kind === 'fixed') throw new SettingKindError(`${key} is fixed: it cannot change while the node runs (set it in etc/broker.conf)`)
   if (kind === 'restart') {
     if (!nextStart) throw new SettingKindError(`${key} takes effect at the next start (kind restart): ask for next_start to store it for then`)

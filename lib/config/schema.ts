@@ -3,10 +3,10 @@
 // never changes while the node runs; lib/config/types.ts).
 // etc/broker.conf documents each key for users; this table is what the code
 // trusts. Keys follow EMQ X 3.x names (SPEC §8, §2.14).
-import { bytesize, choice, duration, fixed, flag, integer, listenAddress, rate, restart, string, type Setting } from './types.js'
+import { listenerSchema, listenerSetting } from './listener-settings.js'
+import { bytesize, choice, duration, fixed, flag, integer, restart, string, type Setting } from './types.js'
 
 const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const
-const VERIFY = ['verify_none', 'verify_peer'] as const
 
 export const schema = {
   'node.name': fixed(string('broker@127.0.0.1')),
@@ -30,45 +30,11 @@ export const schema = {
   'log.file.max_size': restart(bytesize('10MB')),
   'log.file.max_count': restart(integer(5, 1, 1000)),
 
-  'listener.tcp.external': restart(listenAddress('0.0.0.0:1883')),
-  'listener.tcp.external.acceptors': restart(integer(8, 1)),
-  'listener.tcp.external.max_connections': integer(1024000, 1),
-  'listener.tcp.external.max_conn_rate': rate(1000),
-  'listener.tcp.external.proxy_protocol': restart(flag(false)),
-  'listener.tcp.external.proxy_protocol_timeout': restart(duration('3s')),
-
-  'listener.ssl.external': restart(listenAddress('8883')),
-  'listener.ssl.external.acceptors': restart(integer(16, 1)),
-  'listener.ssl.external.max_connections': integer(102400, 1),
-  'listener.ssl.external.max_conn_rate': rate(500),
-  'listener.ssl.external.keyfile': restart(string('etc/certs/key.pem')),
-  'listener.ssl.external.certfile': restart(string('etc/certs/cert.pem')),
-  'listener.ssl.external.cacertfile': restart(string('etc/certs/cacert.pem')),
-  'listener.ssl.external.verify': restart(choice(VERIFY, 'verify_none')),
-  'listener.ssl.external.fail_if_no_peer_cert': restart(flag(false)),
-  'listener.ssl.external.proxy_protocol': restart(flag(false)),
-  'listener.ssl.external.proxy_protocol_timeout': restart(duration('3s')),
-
-  'listener.ws.external': restart(listenAddress('8083')),
-  'listener.ws.external.acceptors': restart(integer(4, 1)),
-  'listener.ws.external.max_clients': integer(64, 1),
-  'listener.ws.external.max_conn_rate': rate(1000),
-  'listener.ws.external.mqtt_path': restart(string('/mqtt')),
-  'listener.ws.external.proxy_address_header': restart(string('')),
-  'listener.ws.external.proxy_port_header': restart(string('')),
-
-  'listener.wss.external': restart(listenAddress('8084')),
-  'listener.wss.external.acceptors': restart(integer(4, 1)),
-  'listener.wss.external.max_clients': integer(64, 1),
-  'listener.wss.external.max_conn_rate': rate(1000),
-  'listener.wss.external.mqtt_path': restart(string('/mqtt')),
-  'listener.wss.external.keyfile': restart(string('etc/certs/key.pem')),
-  'listener.wss.external.certfile': restart(string('etc/certs/cert.pem')),
-  'listener.wss.external.cacertfile': restart(string('etc/certs/cacert.pem')),
-  'listener.wss.external.verify': restart(choice(VERIFY, 'verify_none')),
-  'listener.wss.external.fail_if_no_peer_cert': restart(flag(false)),
-  'listener.wss.external.proxy_address_header': restart(string('')),
-  'listener.wss.external.proxy_port_header': restart(string('')),
+  // the built-in listeners; any other `listener.<type>.<name>` is one more block (listener-settings.ts)
+  ...listenerSchema('tcp', 'external', '0.0.0.0:1883'),
+  ...listenerSchema('ssl', 'external', '8883'),
+  ...listenerSchema('ws', 'external', '8083'),
+  ...listenerSchema('wss', 'external', '8084'),
 
   'mqtt.allow_anonymous': flag(true),
   'mqtt.auth_failure_delay': duration('1s'),
@@ -150,6 +116,11 @@ export function canonicalKey (key: string): string {
 
 export function isSettingKey (key: string): key is SettingKey {
   return Object.hasOwn(schema, key)
+}
+
+/** The setting a key names: a schema key, or a key of a listener of any name; undefined for an unknown key. */
+export function settingOf (key: string): Setting<unknown> | undefined {
+  return isSettingKey(key) ? schema[key] as Setting<unknown> : listenerSetting(key)
 }
 
 // --- observability (issue 5) ---

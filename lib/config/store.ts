@@ -4,54 +4,71 @@
 import { EventEmitter } from 'node:events'
 import { ConfigError, type ConfigLine } from './parse.js'
 import type { ConfigOverrides } from './overrides.js'
-import { canonicalKey, isSettingKey, schema, type AnyKey, type Canonical, type SettingKey, type SettingValue } from './schema.js'
+import { LISTENER_TYPES, listenerKeyParts, listenerPrefix, listenerSchema, unknownListenerKey, type ListenerType } from './listener-settings.js'
+import { canonicalKey, schema, settingOf, type AnyKey, type Canonical, type SettingValue } from './schema.js'
 import type { SettingKind } from './types.js'
 
-export interface ConfigItem { key: SettingKey, value: string, datatype: string, app: string, kind: SettingKind, origin: string }
+/** `key`: a schema key or a key of a listener named in the configuration (`listener.tcp.internal…`). */
+export interface ConfigItem { key: string, value: string, datatype: string, app: string, kind: SettingKind, origin: string }
+
+/** A listener the configuration names (open unless its address is `off`). */
+export interface ListenerEntry { type: ListenerType, name: string }
 
 export class Config extends EventEmitter {
-  readonly #values = new Map<SettingKey, unknown>()
-  readonly #raw = new Map<SettingKey, { value: string, origin: string }>()
+  readonly #values = new Map<string, unknown>()
+  readonly #raw = new Map<string, { value: string, origin: string }>()
   /** <data_dir>/configs.override when loaded by `loadConfig` with a root: run-time changes are kept there */
   overrides: ConfigOverrides | undefined
 
   /** Applies lines in order (later lines win); throws ConfigError naming the origin of a bad one. */
   constructor (lines: ConfigLine[] = []) {
     super()
-    for (const key of Object.keys(schema) as SettingKey[]) {
-      this.#store(key, schema[key].default, 'default')
-    }
+    this.#storeDefaults(schema)
     for (const { key, value, origin } of lines) this.#store(key, value, origin)
   }
 
   get<K extends AnyKey> (key: K): SettingValue<Canonical<K>> {
-    return this.#values.get(canonicalKey(key) as SettingKey) as SettingValue<Canonical<K>>
+    return this.#values.get(canonicalKey(key)) as SettingValue<Canonical<K>>
+  }
+
+  /** The typed value of any key, e.g. of a listener named in the configuration; undefined when it has none. */
+  value (key: string): unknown {
+    return this.#values.get(canonicalKey(key))
   }
 
   /** Where the current value came from: `file:line`, `env NAME`, `--set …`, `runtime` or `default` (overrides: `<data_dir>/configs.override…`). */
-  origin (key: AnyKey): string {
-    return this.#raw.get(canonicalKey(key) as SettingKey)?.origin ?? 'default'
+  origin (key: AnyKey | (string & {})): string {
+    return this.#raw.get(canonicalKey(key))?.origin ?? 'default'
+  }
+
+  /** The listeners the configuration names, by type (tcp, ssl, ws, wss), `external` first, then as first named. */
+  mqttListeners (): ListenerEntry[] {
+    const named = [...this.#raw.keys()].map(listenerKeyParts).filter((p) => p !== undefined && p.key === '')
+    return LISTENER_TYPES.flatMap((type) => named.filter((p) => p!.type === type)
+      .map((p) => p!.name).sort((a, b) => Number(b === 'external') - Number(a === 'external'))
+      .map((name) => ({ type, name })))
   }
 
   /** Changes one setting while running; emits `change` (key, value). */
   set (key: string, value: string, origin = 'runtime'): void {
     this.#store(key, value, origin)
     const name = canonicalKey(key)
-    this.emit('change', name, this.#values.get(name as SettingKey))
+    this.emit('change', name, this.#values.get(name))
   }
 
   items (): ConfigItem[] {
-    return [...this.#raw].map(([key, { value, origin }]) => ({
-      key, value, datatype: schema[key].datatype, app: schema[key].app, kind: schema[key].kind, origin
-    }))
+    return [...this.#raw].map(([key, { value, origin }]) => {
+      const { datatype, app, kind } = settingOf(key)!
+      return { key, value, datatype, app, kind, origin }
+    })
   }
 
   /** The typed value `value` would give `key`; throws ConfigError naming `origin` for an unknown key or a bad value. */
   parse (key: string, value: string, origin: string): unknown {
-    const name = canonicalKey(key)
-    if (!isSettingKey(name)) throw new ConfigError(origin, `${key}: unknown setting`)
+    const setting = settingOf(canonicalKey(key))
+    if (setting === undefined) throw new ConfigError(origin, `${key}: ${unknownListenerKey(key) ?? 'unknown setting'}`)
     try {
-      return schema[name].parse(value)
+      return setting.parse(value)
     } catch (err) {
       throw new ConfigError(origin, `${key}: ${(err as Error).message}`)
     }
@@ -60,8 +77,24 @@ export class Config extends EventEmitter {
   /** `key` as written (an error names it so); kept under the schema's name. */
   #store (key: string, value: string, origin: string): void {
     const parsed = this.parse(key, value, origin)
-    const name = canonicalKey(key) as SettingKey
+    const name = canonicalKey(key)
+    this.#nameListener(name)
     this.#values.set(name, parsed)
     this.#raw.set(name, { value, origin })
+  }
+
+  /** The first key of a listener not yet known gives it every key of its type, at their defaults (its address `off`). */
+  #nameListener (key: string): void {
+    const parts = listenerKeyParts(key)
+    if (parts === undefined || this.#raw.has(listenerPrefix(parts.type, parts.name))) return
+    this.#storeDefaults(listenerSchema(parts.type, parts.name))
+  }
+
+  #storeDefaults (settings: Record<string, { default: string }>): void {
+    for (const [key, setting] of Object.entries(settings)) {
+      const parsed = this.parse(key, setting.default, 'default')
+      this.#values.set(key, parsed)
+      this.#raw.set(key, { value: setting.default, origin: 'default' })
+    }
   }
 }

@@ -1,6 +1,8 @@
 // The hook points (EMQ X names) and what each handler receives and returns.
-// Chain hooks (`client.authenticate`, `client.check_acl`) answer allow, deny
-// or ignore; the first allow or deny ends the chain. The others are
+// Chain hooks (`client.authenticate`, `client.check_acl`,
+// `client.enhanced_auth`) answer allow, deny or ignore (or continue an
+// exchange), plainly or with a promise; the first answer that is not an
+// ignore ends the chain (lib/hooks/chain.ts runs them). The others are
 // notifications: their return value is ignored and an error is only logged.
 
 /** What the node knows about a connecting or connected client. */

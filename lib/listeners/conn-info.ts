@@ -8,6 +8,8 @@ import type { Refusal } from './gate.js'
 export interface ConnInfo {
   /** `mqtt:tcp`, `mqtt:ssl`, `mqtt:ws`, `mqtt:wss` */
   protocol: string
+  /** the listener's id, e.g. `mqtt:tcp:internal` (lib/listeners/listener.ts) */
+  listener: string
   zone: string
   ipAddress: string
   port: number
@@ -46,10 +48,11 @@ export interface Peer { address: string, port: number }
  * Records what a listener knows about the connection carried by `stream` over
  * `socket`; `peer` replaces the socket's address when a proxy gave the client's.
  */
-export function recordConnection (stream: Duplex, socket: Socket, protocol: string, secure: boolean, refusal?: Refusal, peer?: Peer): void {
+export function recordConnection (stream: Duplex, socket: Socket, listener: { protocol: string, id: string, zone: string }, secure: boolean, refusal?: Refusal, peer?: Peer): void {
   setConnInfo(stream, {
-    protocol,
-    zone: 'external',
+    protocol: listener.protocol,
+    listener: listener.id,
+    zone: listener.zone,
     ipAddress: peer?.address ?? plainAddress(socket.remoteAddress),
     port: peer?.port ?? socket.remotePort ?? 0,
     peercert: secure ? peerCertSubject(socket as TLSSocket) : 'nossl',

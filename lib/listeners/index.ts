@@ -1,5 +1,9 @@
-// Builds the listeners etc/broker.conf switches on (a listener set to `off` is skipped).
+// Builds the MQTT listeners the configuration names: one per
+// `listener.<type>.<name>` whose address is not `off` (lib/config/listener-settings.ts).
+import { ConfigError } from '../config/parse.js'
+import { listenerPrefix, listenerValues, type ListenerType, type ListenerValues } from '../config/listener-settings.js'
 import type { Config } from '../config/store.js'
+import type { ListenAddress } from '../config/types.js'
 import type { ConnectionHandler, Listener } from './listener.js'
 import { SocketListener } from './tcp.js'
 import { tlsOptions } from './tls-options.js'
@@ -7,87 +11,83 @@ import { WsListener } from './ws.js'
 
 export type { Listener } from './listener.js'
 
+/** What building one listener needs besides its own values. */
+interface Build { name: string, prefix: string, config: Config, root: string, handle: ConnectionHandler }
+/** The values of a listener that opens (its address is not `off`). */
+type Open<T extends ListenerType> = ListenerValues<T> & { address: ListenAddress }
+
+const BUILDERS: { [T in ListenerType]: (values: Open<T>, build: Build) => Promise<Listener> } = {
+  tcp: async (v, b) => new SocketListener(socketOptions(v, b)),
+  ssl: async (v, b) => new SocketListener({ ...socketOptions(v, b), tls: await tlsOptions(b.config, b.prefix, b.root) }),
+  ws: async (v, b) => new WsListener(wsOptions(v, b)),
+  wss: async (v, b) => new WsListener({ ...wsOptions(v, b), tls: await tlsOptions(b.config, b.prefix, b.root) })
+}
+
+/** The limits each type's gate takes from its listener's keys (live settings). */
+const GATE_KEYS: Record<ListenerType, readonly [string, string]> = {
+  tcp: ['max_connections', 'max_conn_rate'],
+  ssl: ['max_connections', 'max_conn_rate'],
+  ws: ['max_clients', 'max_conn_rate'],
+  wss: ['max_clients', 'max_conn_rate']
+}
+
 export async function createListeners (config: Config, root: string, handle: ConnectionHandler): Promise<Listener[]> {
+  const open = config.mqttListeners()
+    .map(({ type, name }) => ({ type, name, prefix: listenerPrefix(type, name), values: listenerValues(type, name, (key) => config.value(key)) }))
+    .filter((entry) => entry.values.address !== null)
+  refuseSharedPorts(config, open.map(({ prefix, values }) => ({ prefix, address: values.address! })))
   const listeners: Listener[] = []
-  const tcp = config.get('listener.tcp.external')
-  if (tcp) {
-    listeners.push(new SocketListener({
-      name: 'external',
-      address: tcp,
-      acceptors: config.get('listener.tcp.external.acceptors'),
-      maxConnections: config.get('listener.tcp.external.max_connections'),
-      maxConnRate: config.get('listener.tcp.external.max_conn_rate'),
-      proxyProtocolTimeout: config.get('listener.tcp.external.proxy_protocol') ? config.get('listener.tcp.external.proxy_protocol_timeout') : undefined,
-      handle
-    }))
+  const gates = new Map<Listener, [string, string]>()
+  for (const { type, name, prefix, values } of open) {
+    const build = BUILDERS[type] as (values: Open<ListenerType>, build: Build) => Promise<Listener>
+    const listener = await build(values as Open<ListenerType>, { name, prefix, config, root, handle })
+    listeners.push(listener)
+    const [max, rate] = GATE_KEYS[type]
+    gates.set(listener, [`${prefix}.${max}`, `${prefix}.${rate}`])
   }
-  const ssl = config.get('listener.ssl.external')
-  if (ssl) {
-    listeners.push(new SocketListener({
-      name: 'external',
-      address: ssl,
-      acceptors: config.get('listener.ssl.external.acceptors'),
-      maxConnections: config.get('listener.ssl.external.max_connections'),
-      maxConnRate: config.get('listener.ssl.external.max_conn_rate'),
-      tls: await tlsOptions(config, 'listener.ssl.external', root),
-      proxyProtocolTimeout: config.get('listener.ssl.external.proxy_protocol') ? config.get('listener.ssl.external.proxy_protocol_timeout') : undefined,
-      handle
-    }))
-  }
-  const ws = config.get('listener.ws.external')
-  if (ws) {
-    listeners.push(new WsListener({
-      name: 'external',
-      address: ws,
-      path: config.get('listener.ws.external.mqtt_path'),
-      acceptors: config.get('listener.ws.external.acceptors'),
-      maxClients: config.get('listener.ws.external.max_clients'),
-      maxConnRate: config.get('listener.ws.external.max_conn_rate'),
-      maxPacketSize: config.get('mqtt.max_packet_size'),
-      ...proxyHeaders(config, 'listener.ws.external'),
-      handle
-    }))
-  }
-  const wss = config.get('listener.wss.external')
-  if (wss) {
-    listeners.push(new WsListener({
-      name: 'external',
-      address: wss,
-      path: config.get('listener.wss.external.mqtt_path'),
-      acceptors: config.get('listener.wss.external.acceptors'),
-      maxClients: config.get('listener.wss.external.max_clients'),
-      maxConnRate: config.get('listener.wss.external.max_conn_rate'),
-      maxPacketSize: config.get('mqtt.max_packet_size'),
-      tls: await tlsOptions(config, 'listener.wss.external', root),
-      ...proxyHeaders(config, 'listener.wss.external'),
-      handle
-    }))
-  }
-  followGateLimits(config, listeners)
+  followGateLimits(config, gates)
   return listeners
 }
 
-/** The settings each listener's gate takes its limits from, by transport. */
-const GATE_LIMITS = {
-  'mqtt:tcp': ['listener.tcp.external.max_connections', 'listener.tcp.external.max_conn_rate'],
-  'mqtt:ssl': ['listener.ssl.external.max_connections', 'listener.ssl.external.max_conn_rate'],
-  'mqtt:ws': ['listener.ws.external.max_clients', 'listener.ws.external.max_conn_rate'],
-  'mqtt:wss': ['listener.wss.external.max_clients', 'listener.wss.external.max_conn_rate']
-} as const
+/** The options every listener takes. */
+function common (v: Open<'tcp' | 'ws'>, b: Build): { name: string, zone: string, address: ListenAddress, acceptors: number, maxConnRate: number, handle: ConnectionHandler } {
+  return { name: b.name, zone: v.zone, address: v.address, acceptors: v.acceptors, maxConnRate: v.max_conn_rate, handle: b.handle }
+}
+
+function socketOptions (v: Open<'tcp'>, b: Build): ConstructorParameters<typeof SocketListener>[0] {
+  return { ...common(v, b), maxConnections: v.max_connections, proxyProtocolTimeout: v.proxy_protocol ? v.proxy_protocol_timeout : undefined }
+}
+
+function wsOptions (v: Open<'ws'>, b: Build): ConstructorParameters<typeof WsListener>[0] {
+  return {
+    ...common(v, b),
+    path: v.mqtt_path,
+    maxClients: v.max_clients,
+    maxPacketSize: b.config.get('mqtt.max_packet_size'),
+    // the proxy headers a WebSocket listener reads (docs/listeners-proxy.md); an empty setting is unset
+    proxyAddressHeader: v.proxy_address_header === '' ? undefined : v.proxy_address_header,
+    proxyPortHeader: v.proxy_port_header === '' ? undefined : v.proxy_port_header
+  }
+}
 
 /** Connection limits are live settings: a change applies to the listener's next sockets. */
-function followGateLimits (config: Config, listeners: Listener[]): void {
+function followGateLimits (config: Config, gates: ReadonlyMap<Listener, [string, string]>): void {
   config.on('change', (key: string) => {
-    for (const listener of listeners) {
-      const [max, rate] = GATE_LIMITS[listener.protocol as keyof typeof GATE_LIMITS] ?? []
-      if (max !== undefined && (key === max || key === rate)) listener.gate.setLimits(config.get(max), config.get(rate))
+    for (const [listener, [max, rate]] of gates) {
+      if (key === max || key === rate) listener.gate.setLimits(config.value(max) as number, config.value(rate) as number)
     }
   })
 }
 
-/** The proxy headers a WebSocket listener reads (docs/listeners-proxy.md); an empty setting is unset. */
-function proxyHeaders (config: Config, prefix: 'listener.ws.external' | 'listener.wss.external'): { proxyAddressHeader?: string, proxyPortHeader?: string } {
-  const address = config.get(`${prefix}.proxy_address_header`)
-  const port = config.get(`${prefix}.proxy_port_header`)
-  return { proxyAddressHeader: address === '' ? undefined : address, proxyPortHeader: port === '' ? undefined : port }
+const ANY_HOST = new Set(['0.0.0.0', '::'])
+
+/** Two listeners on one port (the same address, or either on every address) cannot both open: refused before either does. */
+function refuseSharedPorts (config: Config, open: Array<{ prefix: string, address: ListenAddress }>): void {
+  open.forEach(({ prefix, address }, i) => {
+    if (address.port === 0) return
+    const taken = open.slice(0, i).find((other) => other.address.port === address.port &&
+      (other.address.host === address.host || ANY_HOST.has(other.address.host) || ANY_HOST.has(address.host)))
+    if (taken === undefined) return
+    throw new ConfigError(config.origin(prefix), `${prefix}: port ${address.port} (${address.host}) is taken by ${taken.prefix} = ${taken.address.host}:${taken.address.port} (${config.origin(taken.prefix)})`)
+  })
 }

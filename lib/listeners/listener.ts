@@ -12,7 +12,12 @@ export type ConnectionHandler = (stream: Duplex, req?: IncomingMessage) => void
 export interface Listener {
   /** `mqtt:tcp` | `mqtt:ssl` | `mqtt:ws` | `mqtt:wss` (SPEC §2.10) */
   readonly protocol: string
+  /** the `<name>` of `listener.<type>.<name>`, e.g. `external`, `internal` */
   readonly name: string
+  /** `<protocol>:<name>`, e.g. `mqtt:tcp:internal`: tells two listeners of one type apart */
+  readonly id: string
+  /** the zone of its connections (their `zone` field) */
+  readonly zone: string
   readonly acceptors: number
   readonly gate: ConnectionGate
   /** the configured address, and after start the bound port */
@@ -22,9 +27,20 @@ export interface Listener {
   stop: () => Promise<void>
 }
 
-export async function listen (server: Server, address: ListenAddress): Promise<number> {
+/** What a listener is called in logs and errors, e.g. `listener.tcp.internal`. */
+export function listenerLabel (listener: Pick<Listener, 'protocol' | 'name'>): string {
+  return `listener.${listener.protocol.replace(/^mqtt:/, '')}.${listener.name}`
+}
+
+/** Opens `server`; a failure names the listener (`listener.tcp.internal: cannot listen on 127.0.0.1:11883 (EADDRINUSE)`). */
+export async function listen (server: Server, address: ListenAddress, label: string): Promise<number> {
   server.listen(address.port, address.host)
-  await once(server, 'listening')
+  try {
+    await once(server, 'listening')
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message
+    throw Object.assign(new Error(`${label}: cannot listen on ${address.host}:${address.port} (${code})`), { code: (err as NodeJS.ErrnoException).code })
+  }
   const bound = server.address()
   return typeof bound === 'object' && bound !== null ? bound.port : address.port
 }

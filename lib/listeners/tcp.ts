@@ -5,11 +5,12 @@ import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from
 import type { ListenAddress } from '../config/types.js'
 import { recordConnection, type Peer } from './conn-info.js'
 import { ConnectionGate, type Refusal } from './gate.js'
-import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
+import { closeServer, listen, listenerLabel, type ConnectionHandler, type Listener } from './listener.js'
 import { readProxyHeader } from './proxy-protocol.js'
 
 export interface SocketListenerOptions {
   name: string
+  zone: string
   address: ListenAddress
   acceptors: number
   maxConnections: number
@@ -24,6 +25,8 @@ export interface SocketListenerOptions {
 export class SocketListener implements Listener {
   readonly protocol: string
   readonly name: string
+  readonly id: string
+  readonly zone: string
   readonly acceptors: number
   readonly gate: ConnectionGate
   readonly address: ListenAddress
@@ -33,11 +36,13 @@ export class SocketListener implements Listener {
     const secure = options.tls !== undefined
     this.protocol = secure ? 'mqtt:ssl' : 'mqtt:tcp'
     this.name = options.name
+    this.id = `${this.protocol}:${this.name}`
+    this.zone = options.zone
     this.acceptors = options.acceptors
     this.address = { ...options.address }
     this.gate = new ConnectionGate(options.maxConnections, options.maxConnRate)
     const handOn = (socket: Socket, refusal?: Refusal, peer?: Peer): void => {
-      recordConnection(socket, socket, this.protocol, secure, refusal, peer)
+      recordConnection(socket, socket, this, secure, refusal, peer)
       options.handle(socket)
     }
     const admit = (socket: Socket, reach: (refusal?: Refusal) => void): void => {
@@ -61,7 +66,7 @@ export class SocketListener implements Listener {
   }
 
   async start (): Promise<void> {
-    this.address.port = await listen(this.#server, this.address)
+    this.address.port = await listen(this.#server, this.address, listenerLabel(this))
   }
 
   async stop (): Promise<void> {

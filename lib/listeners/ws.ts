@@ -8,7 +8,7 @@ import { WebSocketServer, createWebSocketStream } from 'ws'
 import type { ListenAddress } from '../config/types.js'
 import { plainAddress, recordConnection, type Peer } from './conn-info.js'
 import { ConnectionGate, type Refusal } from './gate.js'
-import { closeServer, listen, type ConnectionHandler, type Listener } from './listener.js'
+import { closeServer, listen, listenerLabel, type ConnectionHandler, type Listener } from './listener.js'
 
 export const MQTT_SUBPROTOCOLS = new Set(['mqtt', 'mqttv3.1', 'mqttv3.1.1', 'mqttv5.0'])
 
@@ -27,6 +27,7 @@ export function wsMaxPayload (maxPacketSize: number): number {
 
 export interface WsListenerOptions {
   name: string
+  zone: string
   address: ListenAddress
   path: string
   acceptors: number
@@ -72,6 +73,8 @@ export function forwardedPeer (req: IncomingMessage, socket: Socket, addressHead
 export class WsListener implements Listener {
   readonly protocol: string
   readonly name: string
+  readonly id: string
+  readonly zone: string
   readonly acceptors: number
   readonly gate: ConnectionGate
   readonly address: ListenAddress
@@ -82,6 +85,8 @@ export class WsListener implements Listener {
     const secure = options.tls !== undefined
     this.protocol = secure ? 'mqtt:wss' : 'mqtt:ws'
     this.name = options.name
+    this.id = `${this.protocol}:${this.name}`
+    this.zone = options.zone
     this.acceptors = options.acceptors
     this.address = { ...options.address }
     this.gate = new ConnectionGate(options.maxClients, options.maxConnRate)
@@ -103,7 +108,7 @@ export class WsListener implements Listener {
           const stream = createWebSocketStream(ws)
           stream.on('error', () => stream.destroy())
           const peer = addressHeader === undefined ? undefined : forwardedPeer(req, socket, addressHeader, options.proxyPortHeader)
-          recordConnection(stream, socket, this.protocol, secure, refusal, peer)
+          recordConnection(stream, socket, this, secure, refusal, peer)
           options.handle(stream, req)
         })
       }
@@ -112,7 +117,7 @@ export class WsListener implements Listener {
   }
 
   async start (): Promise<void> {
-    this.address.port = await listen(this.#server, this.address)
+    this.address.port = await listen(this.#server, this.address, listenerLabel(this))
   }
 
   async stop (): Promise<void> {

@@ -3,10 +3,9 @@
 // node service's operations and records, the cluster's calls, setting
 // parsers. Everything here is also reachable through `ctx.capability('administration')`.
 export * from './index.js'
-export type { ConfigRecord, ConnectionRecord, NodeService, SessionRecord, SubscriptionRecord, ServiceError } from '../service/node-service.js'
+export type { ConfigRecord, ConnectionRecord, NodeService, NodeService as NodeView, SessionRecord, SubscriptionRecord, ServiceError } from '../service/node-service.js'
 export { onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type RemoteMethod } from '../cluster/cluster.js'
 export { megabytes, type BrokerInfo, type NodeStats } from '../sys/node-info.js'
-export { parseDuration } from '../config/types.js'
 export { singleNodeCluster } from '../cluster/cluster.js'
 export { changeSetting, OVERRIDE_FILE } from '../config/overrides.js'
 export { loadConfig } from '../config/load.js'

@@ -72,7 +72,7 @@ export interface PluginRoute {
   path: string
   /** 'read' routes are open to the viewer role too; default 'write' for anything but GET */
   access?: 'read' | 'write'
-  /** answers the `data` of `{"code": 0, "data": …}`; throw a RouteError for a SPEC §7 failure */
+  /** answers the body (JSON) of a 200; throw a RouteError for a SPEC §7 failure */
   handler: (request: PluginRouteRequest) => unknown
 }
 
@@ -90,10 +90,21 @@ export class RouteError extends Error {
   }
 }
 
+/** A plugin route found for a request, with its path parameters. */
+export interface PluginRouteMatch { owner: string, route: PluginRoute, params: Record<string, string> }
+
+/** The management API's operations: plugins, settings, banned entries, drain, the cluster; and the routes plugins add. */
+export interface Administration {
+  readonly node: NodeService
+  readonly pluginRoutes: {
+    match: (method: string, path: string) => PluginRouteMatch | undefined
+    list: () => Array<{ owner: string, method: string, path: string }>
+  }
+}
+
 /** What a capability grants; a plugin names the capabilities it needs in its manifest. */
 export interface Capabilities {
-  /** plugins, settings, banned entries, drain, the cluster: the management API's operations */
-  administration: NodeService
+  administration: Administration
 }
 export type CapabilityName = keyof Capabilities
 

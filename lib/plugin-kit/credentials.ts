@@ -6,7 +6,7 @@
 // (never plain text). A stored id overrides a configured one of the same name.
 import { TextDecoder } from 'node:util'
 import Joi from 'joi'
-import { hashForStorage, hashPassword, parseHashSpec, verifyPassword, verifyStored } from '../access/password-hash.js'
+import { hashForStorage, hashPassword, parseHashSpec, verifyPassword, verifyStored } from './hash/password-hash.js'
 import { definePlugin, type BrokerPlugin, type PluginContext, type PluginStore } from './contract.js'
 import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo, EnhancedAuthAnswer, EnhancedAuthRequest } from '../hooks/types.js'
 import type { Logger } from '../log.js'

@@ -12,8 +12,8 @@
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { TextDecoder } from 'node:util';
-import { pbkdf2 } from '../access/hash-worker.js';
-import { STORAGE_ITERATIONS } from '../access/password-hash.js';
+import { pbkdf2 } from './hash/hash-worker.js';
+import { STORAGE_ITERATIONS } from './hash/password-hash.js';
 
 
 /** What the server keeps per user: enough to verify a proof, not to impersonate the user. */

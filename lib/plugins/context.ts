@@ -1,7 +1,7 @@
 // Builds the context one plugin load is given. Everything registered through
 // it pushes its release onto that load's stack (releases.ts), so the host can
 // take the whole load back, newest first, when the plugin unloads.
-import type { Server as NetServer, Socket as NetSocket } from 'node:net'
+import type { Socket as NetSocket } from 'node:net'
 import type { Socket as UdpSocket } from 'node:dgram'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
@@ -9,7 +9,7 @@ import type { Config } from '../config/store.js'
 import type { ClientInfo } from '../hooks/types.js'
 import { followingChild, type Logger } from '../log.js'
 import type { ListenerRecord, NodeService } from '../service/node-service.js'
-import type { BrokerActions, BrokerPlugin, CapabilityName, Capabilities, NodeQueries, PluginAlarm, PluginContext, PluginServer, PluginSocket, PluginStore, PublishRequest, SettingValue } from '../plugin-kit/contract.js'
+import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest, type SettingValue } from '../plugin-kit/contract.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
 
@@ -44,8 +44,11 @@ export class PluginLoad<C> {
   api: object | undefined
   #config: C
 
+  readonly #live: Set<string>
+
   constructor (plugin: BrokerPlugin<C>, config: C, deps: ContextDeps) {
     this.#config = config
+    this.#live = liveKeys(plugin.schema)
     this.context = this.#build(plugin, deps)
   }
 
@@ -53,9 +56,9 @@ export class PluginLoad<C> {
     return this.#config
   }
 
-  /** Whether every changed key has a watcher; then `applyLive` changes them without a reload. */
+  /** Whether every changed key is live (schema `.meta({ live: true })`); then `applyLive` changes them without a reload. */
   canApplyLive (changed: string[]): boolean {
-    return changed.length > 0 && changed.every((key) => this.#settingWatchers.has(key))
+    return changed.length > 0 && changed.every((key) => this.#live.has(key))
   }
 
   /** Takes the new settings in place and tells each changed key's watchers. */
@@ -72,10 +75,10 @@ export class PluginLoad<C> {
     const { logger, release: unfollow } = followingChild(deps.logger, { plugin: name })
     releases.push('logger', unfollow)
     const granted = new Set<CapabilityName>(plugin.capabilities ?? [])
-    const load = this
+    const current = (): C => this.#config
     return {
       name,
-      get config () { return load.config },
+      get config () { return current() },
       logger,
       root: deps.root,
       store: deps.store(name),
@@ -89,18 +92,12 @@ export class PluginLoad<C> {
           releases.push('listener', () => { deps.listeners.delete(entry) })
         }
       },
-      alarms: {
-        raise: (alarm) => {
-          const raised = deps.alarms.raise(alarm)
-          if (raised) releases.push(`alarm ${alarm.id}`, () => { deps.alarms.clear(alarm.id) })
-          return raised
-        },
-        clear: (id) => deps.alarms.clear(id)
-      },
+      alarms: alarms(deps, releases),
       timers: timers(releases),
       servers: { add: (server) => trackServer(releases, server) },
       sockets: { add: (socket) => track(releases, 'socket', socket, destroySocket) },
       onSettingChange: (key, run) => {
+        if (!this.#live.has(key)) throw new Error(`${name}: ${key} is not a live setting (mark it .meta({ live: true }) in the schema)`)
         this.#settingWatchers.set(key, [...this.#settingWatchers.get(key) ?? [], run as (value: unknown) => void])
       },
       provide: (api) => {
@@ -112,7 +109,7 @@ export class PluginLoad<C> {
       broker: brokerActions(deps),
       capability: <N extends CapabilityName>(capability: N): Capabilities[N] => {
         if (!granted.has(capability)) throw new Error(`plugin ${name} is not granted ${capability}: name it in the plugin's capabilities`)
-        return deps.service
+        return { node: deps.service, pluginRoutes: deps.routes }
       }
     }
   }
@@ -156,6 +153,26 @@ function brokerActions (deps: ContextDeps): BrokerActions {
     subscribe: async (clientId, filter, qos) => await service.subscribe(clientId, filter, qos),
     unsubscribe: async (clientId, filter) => await service.unsubscribe(clientId, filter),
     kick: (clientId) => service.kick(clientId)
+  }
+}
+
+/** Alarms cleared at unload: one release for all of them, so an alarm raised and cleared again and again adds nothing. */
+function alarms (deps: ContextDeps, releases: Releases): PluginContext<unknown>['alarms'] {
+  const raised = new Set<string>()
+  releases.push('alarms', () => {
+    for (const id of raised) deps.alarms.clear(id)
+    raised.clear()
+  })
+  return {
+    raise: (alarm) => {
+      const fresh = deps.alarms.raise(alarm)
+      if (fresh) raised.add(alarm.id)
+      return fresh
+    },
+    clear: (id) => {
+      raised.delete(id)
+      return deps.alarms.clear(id)
+    }
   }
 }
 

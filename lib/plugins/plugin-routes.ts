@@ -3,9 +3,7 @@
 // (@hapi/call), rebuilt when a plugin adds or drops a route, so a plugin
 // route reads its path parameters exactly as a built-in route does.
 import { Router } from '@hapi/call'
-import type { PluginRoute } from '../plugin-kit/contract.js'
-
-export interface PluginRouteMatch { owner: string, route: PluginRoute, params: Record<string, string> }
+import type { PluginRoute, PluginRouteMatch } from '../plugin-kit/contract.js'
 
 interface Entry { owner: string, route: PluginRoute }
 

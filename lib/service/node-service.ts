@@ -136,6 +136,8 @@ export interface NodeServiceParts {
   plugins: () => PluginHost | undefined
   /** opened after the plugins boot, hence read late */
   listeners: () => Listener[]
+  /** joined after the service is built (the cluster serves it), hence read late */
+  cluster: () => Cluster
   /** starting → running → draining → stopping (lib/node-state.ts) */
   lifecycle: NodeLifecycle
   /** the store can be used: LevelDB open (`db.status`), and in cluster mode Redis ready (the backend's `available`) */
@@ -155,8 +157,11 @@ const SECRET_SETTINGS: ReadonlySet<string> = new Set(['cluster.cookie', 'cluster
 
 export class NodeService {
   readonly node_status = 'Running'
-  /** the cluster this node is part of (a cluster of itself on one node); set once the node is built */
-  cluster!: Cluster
+  /** the cluster this node is part of (a cluster of itself on one node) */
+  get cluster (): Cluster {
+    return this.parts.cluster()
+  }
+
   readonly #connectedAt = new WeakMap<Client, Date>()
   readonly #dropped = new Map<string, number>()
   readonly #kicked = new Map<string, number>()
@@ -321,7 +326,7 @@ export class NodeService {
   listeners (): ListenerRecord[] {
     const mqtt = this.parts.listeners().map((l): ListenerRecord => {
       const closed = l.gate.counters.closed
-      const kicked = this.#kicked.get(l.protocol) ?? 0
+      const kicked = this.#kicked.get(l.id) ?? 0
       return {
         protocol: l.protocol,
         listen_on: `${l.address.host}:${l.address.port}`,
@@ -504,8 +509,8 @@ export class NodeService {
     const client = this.#onlineClient(clientId)
     if (client === undefined) return false
     noteDisconnectReason(client, 'kicked')
-    const protocol = connInfo(client.conn)?.protocol
-    if (protocol !== undefined) this.#kicked.set(protocol, (this.#kicked.get(protocol) ?? 0) + 1)
+    const listener = connInfo(client.conn)?.listener
+    if (listener !== undefined) this.#kicked.set(listener, (this.#kicked.get(listener) ?? 0) + 1)
     client.disconnect({ reasonCode: MQTT5_ADMINISTRATIVE_ACTION })
     return true
   }

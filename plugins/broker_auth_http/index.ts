@@ -22,14 +22,11 @@ export default definePlugin<AuthHttpConfig>({
       retryBackoff: config['auth.http.request.retry_backoff'],
       poolSize: config['auth.http.pool_size']
     })
+    ctx.onUnload(() => { client.close() })
     const endpoints = endpointsOf(config)
     const deps = { http: client, failures: new FailureLog(ctx.logger), logger: ctx.logger }
     ctx.hooks.add('client.authenticate', authenticator(deps, endpoints))
     if (endpoints.acl) ctx.hooks.add('client.check_acl', aclChecker(deps, endpoints.acl, endpoints.failure))
     ctx.logger.info({ auth: endpoints.auth.url, superuser: endpoints.superuser?.url, acl: endpoints.acl?.url, failure: endpoints.failure }, 'HTTP authentication ready')
-    return () => { client.close() }
-  },
-
-  // everything of a load is closed by the function its load returned
-  unload () {}
+  }
 })

@@ -2,7 +2,7 @@
 // that validates and converts them, and the §2.15 description of the nine
 // request keys for the management API.
 import Joi from 'joi'
-import { parseDuration } from '../../lib/plugin-kit/index.js'
+import { durationSetting } from '../../lib/plugin-kit/index.js'
 import { parseParams } from './params.js'
 
 export type Method = 'get' | 'post'
@@ -57,14 +57,6 @@ const params = (def: string): Joi.StringSchema => Joi.string().trim().custom((ra
   return raw
 }).default(def)
 
-/** `5s`, `500ms`, `1m`, or a bare number of seconds (as in etc/broker.conf) → milliseconds. */
-const duration = (def: number, min: number): Joi.AnySchema => Joi.any().custom((raw: unknown) => {
-  if (typeof raw !== 'string' && typeof raw !== 'number') throw new Error('it is not a duration (e.g. 5s or 500ms)')
-  const ms = parseDuration(String(raw).trim())
-  if (ms < min) throw new Error(`"${raw}" is shorter than ${min}ms`)
-  return ms
-}).default(def)
-
 export const schema = Joi.object<AuthHttpConfig>({
   'auth.http.auth_req': url().required(),
   'auth.http.auth_req.method': method(DEFAULTS['auth.http.auth_req.method']),
@@ -75,9 +67,9 @@ export const schema = Joi.object<AuthHttpConfig>({
   'auth.http.acl_req': url().allow('').empty(''),
   'auth.http.acl_req.method': method(DEFAULTS['auth.http.acl_req.method']),
   'auth.http.acl_req.params': params(DEFAULTS['auth.http.acl_req.params']),
-  'auth.http.request.timeout': duration(DEFAULTS['auth.http.request.timeout'], 1),
+  'auth.http.request.timeout': durationSetting(DEFAULTS['auth.http.request.timeout'], 1),
   'auth.http.request.retry_times': Joi.number().integer().min(0).max(10).default(DEFAULTS['auth.http.request.retry_times']),
-  'auth.http.request.retry_interval': duration(DEFAULTS['auth.http.request.retry_interval'], 0),
+  'auth.http.request.retry_interval': durationSetting(DEFAULTS['auth.http.request.retry_interval'], 0),
   'auth.http.request.retry_backoff': Joi.number().min(1).max(10).default(DEFAULTS['auth.http.request.retry_backoff']),
   'auth.http.pool_size': Joi.number().integer().min(1).max(1024).default(DEFAULTS['auth.http.pool_size']),
   'auth.http.failure': Joi.string().trim().lowercase().valid('deny', 'ignore').default(DEFAULTS['auth.http.failure'])
@@ -91,7 +83,7 @@ export interface SettingItem {
   required: boolean
 }
 
-const DESCRIPTIONS: ReadonlyArray<[key: string, desc: string]> = [
+const DESCRIPTIONS: ReadonlyArray<readonly [key: string, desc: string]> = Object.freeze([
   ['auth.http.auth_req', 'URL of the authentication request'],
   ['auth.http.auth_req.method', 'HTTP method of the authentication request: get | post'],
   ['auth.http.auth_req.params', 'Parameters of the authentication request: comma-separated name=value pairs; variables %u username, %c client id, %a IP address, %P password'],
@@ -101,7 +93,7 @@ const DESCRIPTIONS: ReadonlyArray<[key: string, desc: string]> = [
   ['auth.http.acl_req', 'URL of the ACL request (empty: no ACL check by HTTP)'],
   ['auth.http.acl_req.method', 'HTTP method of the ACL request: get | post'],
   ['auth.http.acl_req.params', 'Parameters of the ACL request: comma-separated name=value pairs; variables %A access (1 subscribe, 2 publish), %u username, %c client id, %a IP address, %t topic']
-]
+])
 
 /**
  * The nine request settings as §2.15 items. `settings` is what the conf file

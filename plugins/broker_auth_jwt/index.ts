@@ -8,10 +8,7 @@ import { failedClaim, loadKeys, verifyToken, type VerifyKey } from './verify.js'
 
 const DENY = { result: 'deny', reason: 'not_authorized' } as const
 
-/** acl claims of the clients allowed here, by connection */
-const acls = new AclTable()
-
-function authenticator (ctx: PluginContext<JwtConfig>, keys: VerifyKey[]) {
+function authenticator (ctx: PluginContext<JwtConfig>, keys: VerifyKey[], acls: AclTable) {
   const expected = expectedClaims(ctx.config)
   const fromUsername = ctx.config['auth.jwt.from'] === 'username'
   const requireExp = requiresExp(ctx.config)
@@ -38,10 +35,12 @@ function authenticator (ctx: PluginContext<JwtConfig>, keys: VerifyKey[]) {
   }
 }
 
-function checkAcl ({ client, access, topic }: CheckAclRequest): Decision {
-  const acl = acls.get(connectionKey(client))
-  if (acl === undefined) return 'ignore'
-  return aclAllows(acl, access, topic) ? 'allow' : 'deny'
+function aclChecker (acls: AclTable): (request: CheckAclRequest) => Decision {
+  return ({ client, access, topic }) => {
+    const acl = acls.get(connectionKey(client))
+    if (acl === undefined) return 'ignore'
+    return aclAllows(acl, access, topic) ? 'allow' : 'deny'
+  }
 }
 
 export default definePlugin<JwtConfig>({
@@ -60,13 +59,12 @@ export default definePlugin<JwtConfig>({
     if (secret !== undefined && Buffer.byteLength(secret) < 32) {
       ctx.logger.warn('auth.jwt.secret is shorter than 32 bytes; a short HMAC secret can be guessed offline from any token')
     }
-    acls.clear()
-    ctx.hooks.add('client.authenticate', authenticator(ctx, keys))
-    ctx.hooks.add('client.check_acl', checkAcl)
+    // acl claims of the clients allowed here, by connection; dropped at unload (a handler kept elsewhere finds none)
+    const acls = new AclTable()
+    ctx.onUnload(() => { acls.clear() })
+    ctx.hooks.add('client.authenticate', authenticator(ctx, keys, acls))
+    ctx.hooks.add('client.check_acl', aclChecker(acls))
     ctx.hooks.add('client.connected', (client) => { acls.connected(connectionKey(client)) })
     ctx.hooks.add('client.disconnected', (client) => { acls.disconnected(connectionKey(client)) })
-  },
-  unload () {
-    acls.clear()
   }
 })

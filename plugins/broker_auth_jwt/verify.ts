@@ -17,14 +17,14 @@ export interface VerifyKey {
   key: KeyObject | Uint8Array
 }
 
-const HMAC_ALGORITHMS = ['HS256', 'HS384', 'HS512']
-const RSA_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512']
-const EC_ALGORITHMS: Record<string, string> = { prime256v1: 'ES256', secp384r1: 'ES384', secp521r1: 'ES512' }
+const HMAC_ALGORITHMS = Object.freeze(['HS256', 'HS384', 'HS512'])
+const RSA_ALGORITHMS = Object.freeze(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'])
+const EC_ALGORITHMS: Readonly<Record<string, string>> = Object.freeze({ prime256v1: 'ES256', secp384r1: 'ES384', secp521r1: 'ES512' })
 
 export async function loadKeys (config: JwtConfig, root: string): Promise<VerifyKey[]> {
   const keys: VerifyKey[] = []
   const secret = config['auth.jwt.secret']
-  if (secret !== undefined) keys.push({ algorithms: HMAC_ALGORITHMS, key: new TextEncoder().encode(secret) })
+  if (secret !== undefined) keys.push({ algorithms: [...HMAC_ALGORITHMS], key: new TextEncoder().encode(secret) })
   const pubkey = config['auth.jwt.pubkey']
   if (pubkey !== undefined) keys.push(await loadPublicKey(isAbsolute(pubkey) ? pubkey : resolve(root, pubkey)))
   return keys
@@ -46,7 +46,7 @@ async function loadPublicKey (path: string): Promise<VerifyKey> {
   const type = key.asymmetricKeyType
   const curve = key.asymmetricKeyDetails?.namedCurve
   const ec = type === 'ec' && curve !== undefined ? EC_ALGORITHMS[curve] : undefined
-  if (type === 'rsa') return { algorithms: RSA_ALGORITHMS, key }
+  if (type === 'rsa') return { algorithms: [...RSA_ALGORITHMS], key }
   if (ec !== undefined) return { algorithms: [ec], key }
   throw new Error(`auth.jwt.pubkey: ${path} holds a ${type ?? 'unknown'}${curve !== undefined ? ` ${curve}` : ''} key; an RSA or EC P-256/P-384/P-521 public key is expected`)
 }

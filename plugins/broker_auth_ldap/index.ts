@@ -2,7 +2,7 @@
 // emqx_auth_ldap): the entry at `auth_dn` (with `%u`, `%c` escaped) is read
 // as `bind_dn`, and the CONNECT password is checked against its
 // userPassword. See README.md.
-import { BackendGuard, BackendSlot, backendAuthenticator, definePlugin, fillTemplate, serverText, type Logger, type QueryValues, type StoredUser, type TemplatePart } from '../../lib/plugin-kit/index.js'
+import { backendAuthenticator, backendGuard, definePlugin, fillTemplate, serverText, type Logger, type QueryValues, type StoredUser, type TemplatePart } from '../../lib/plugin-kit/index.js'
 import { Directory } from './directory.js'
 import { escapeDnValue, escapeFilterValue, firstRdnValue } from './escape.js'
 import { schema, type AuthLdapConfig } from './settings.js'
@@ -11,8 +11,6 @@ import { ldapPasswordChecker } from './user-password.js'
 export { schema, type AuthLdapConfig } from './settings.js'
 
 const NAME = 'broker_auth_ldap'
-
-const slot = new BackendSlot()
 
 /** `attr` when the parts are `<attr>=%u` then the end or `close` (`cn=%u,ou=…`, `(uid=%u)`). */
 function namingAttribute (parts: TemplatePart[], open: string, close: RegExp): string | undefined {
@@ -60,11 +58,10 @@ export default definePlugin<AuthLdapConfig>({
   description: 'Authentication from an LDAP directory',
   schema,
   async load (ctx) {
-    await slot.release()
     const config = ctx.config
     const server = `LDAP ${config['auth.ldap.servers'].map(serverText).join(',')}`
     const directory = new Directory(config)
-    const guard = slot.hold(new BackendGuard({ plugin: NAME, server, timeoutMs: config['auth.ldap.timeout'], alarms: ctx.alarms, logger: ctx.logger }), () => directory.close())
+    const guard = backendGuard(ctx, server, config['auth.ldap.timeout'], () => directory.close())
     const check = ldapPasswordChecker(config['auth.ldap.password_hash'])
     ctx.hooks.add('client.authenticate', backendAuthenticator({
       guard,
@@ -74,8 +71,5 @@ export default definePlugin<AuthLdapConfig>({
       logger: ctx.logger
     }))
     ctx.logger.info({ server, pool: config['auth.ldap.pool'] }, 'LDAP authentication ready')
-  },
-  async unload () {
-    await slot.release()
   }
 })

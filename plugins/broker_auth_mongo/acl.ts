@@ -16,7 +16,7 @@
 import type { Document } from 'mongodb'
 import { decideAcl, isLevelValue, valuesOf, type AclRule, type BackendGuard, type Decision, type HookHandlers, type Logger, type QueryValues, type UnavailableAcl } from '../../lib/plugin-kit/index.js'
 
-const LISTS = [['subscribe', 1], ['publish', 2], ['pubsub', 3]] as const
+const LISTS = Object.freeze([['subscribe', 1], ['publish', 2], ['pubsub', 3]] as const)
 
 function fillLevel (level: string, values: QueryValues): string | undefined {
   if (level === '%u' || level === '%c' || !/%[uc]/.test(level)) return level

@@ -1,6 +1,6 @@
 // broker_auth_mongo: authentication, superuser and ACL from MongoDB (EMQ X
 // 3.x emqx_auth_mongo), with the official driver. See README.md.
-import { BackendGuard, BackendSlot, backendAuthenticator, definePlugin, isTrue, passwordChecker, type PasswordChecker } from '../../lib/plugin-kit/index.js'
+import { backendAuthenticator, backendGuard, definePlugin, isTrue, passwordChecker, type PasswordChecker } from '../../lib/plugin-kit/index.js'
 import { mongoAclChecker } from './acl.js'
 import { MongoConnection, serversText } from './connection.js'
 import { aclDocuments, findUser, superField, type AclQuery, type AuthQuery, type SuperQuery } from './queries.js'
@@ -9,8 +9,6 @@ import { aclSelectors, schema, type AuthMongoConfig } from './settings.js'
 export { schema, type AuthMongoConfig } from './settings.js'
 
 const NAME = 'broker_auth_mongo'
-
-const slot = new BackendSlot()
 
 /** A document without a password field stores '' here: it never matches, even an empty password. */
 function neverEmpty (check: PasswordChecker): PasswordChecker {
@@ -23,12 +21,10 @@ export default definePlugin<AuthMongoConfig>({
   description: 'Authentication, superuser and ACL from MongoDB',
   schema,
   async load (ctx) {
-    await slot.release()
     const config = ctx.config
     const connection = new MongoConnection(config)
     const server = `MongoDB ${serversText(config)}`
-    const guard = slot.hold(new BackendGuard({ plugin: NAME, server, timeoutMs: config['auth.mongo.query_timeout'], alarms: ctx.alarms, logger: ctx.logger }),
-      async () => await connection.close())
+    const guard = backendGuard(ctx, server, config['auth.mongo.query_timeout'], async () => await connection.close())
 
     const auth: AuthQuery = {
       collection: config['auth.mongo.auth_query.collection'],
@@ -62,8 +58,5 @@ export default definePlugin<AuthMongoConfig>({
     // connect now, so a server that is down is told (log, alarm) at start, not at the first CONNECT
     void guard.run(async () => await connection.connect())
     ctx.logger.info({ server, type: config['auth.mongo.type'], database: config['auth.mongo.database'] }, 'MongoDB authentication ready')
-  },
-  async unload () {
-    await slot.release()
   }
 })

@@ -1,12 +1,10 @@
 // broker_auth_mysql: authentication, superuser and ACL by MySQL/MariaDB
 // queries (EMQ X 3.x emqx_auth_mysql). See README.md.
 import mysql from 'mysql2/promise'
-import { BackendGuard, BackendSlot, addSqlHooks, definePlugin, serverText, type SqlResult } from '../../lib/plugin-kit/index.js'
+import { addSqlHooks, backendGuard, definePlugin, serverText, type SqlResult } from '../../lib/plugin-kit/index.js'
 import { schema, type AuthMysqlConfig } from './settings.js'
 
 export { schema, type AuthMysqlConfig } from './settings.js'
-
-const slot = new BackendSlot()
 
 export default definePlugin<AuthMysqlConfig>({
   name: 'broker_auth_mysql',
@@ -14,7 +12,6 @@ export default definePlugin<AuthMysqlConfig>({
   description: 'Authentication, superuser and ACL checks by MySQL queries',
   schema,
   async load (ctx) {
-    await slot.release()
     const config = ctx.config
     const server = config['auth.mysql.server']
     const timeout = config['auth.mysql.query_timeout']
@@ -32,8 +29,7 @@ export default definePlugin<AuthMysqlConfig>({
       enableKeepAlive: true,
       charset: 'utf8mb4'
     })
-    const guard = slot.hold(new BackendGuard({ plugin: ctx.name, server: `MySQL ${serverText(server)}`, timeoutMs: timeout, alarms: ctx.alarms, logger: ctx.logger }),
-      async () => await connections.end().catch(() => {}))
+    const guard = backendGuard(ctx, `MySQL ${serverText(server)}`, timeout, async () => await connections.end().catch(() => {}))
     // prepared statements (execute) with the placeholders bound as `?` parameters
     const run = async (sql: string, params: Array<string | null>): Promise<SqlResult> => {
       const [rows, fields] = await connections.execute({ sql, timeout, rowsAsArray: true }, params)
@@ -46,8 +42,5 @@ export default definePlugin<AuthMysqlConfig>({
       unavailableAcl: config['auth.mysql.unavailable.acl']
     }, () => '?', run)
     ctx.logger.info({ server: serverText(server), database: config['auth.mysql.database'], acl: backend.aclRules !== undefined }, 'MySQL authentication ready')
-  },
-  async unload () {
-    await slot.release()
   }
 })

@@ -4,12 +4,10 @@ import { readFileSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
 import type { ConnectionOptions } from 'node:tls'
 import pg from 'pg'
-import { BackendGuard, BackendSlot, addSqlHooks, definePlugin, serverText, type SqlResult } from '../../lib/plugin-kit/index.js'
+import { addSqlHooks, backendGuard, definePlugin, serverText, type SqlResult } from '../../lib/plugin-kit/index.js'
 import { schema, type AuthPgsqlConfig } from './settings.js'
 
 export { schema, type AuthPgsqlConfig } from './settings.js'
-
-const slot = new BackendSlot()
 
 function tlsOptions (config: AuthPgsqlConfig, root: string): ConnectionOptions | false {
   if (!config['auth.pgsql.ssl']) return false
@@ -28,7 +26,6 @@ export default definePlugin<AuthPgsqlConfig>({
   description: 'Authentication, superuser and ACL checks by PostgreSQL queries',
   schema,
   async load (ctx) {
-    await slot.release()
     const config = ctx.config
     const server = config['auth.pgsql.server']
     const timeout = config['auth.pgsql.query_timeout']
@@ -47,8 +44,7 @@ export default definePlugin<AuthPgsqlConfig>({
     })
     // an idle client whose server went away: the pool drops it; without a listener it would crash the node
     connections.on('error', (err) => ctx.logger.debug({ err: err.message }, 'idle PostgreSQL connection failed'))
-    const guard = slot.hold(new BackendGuard({ plugin: ctx.name, server: `PostgreSQL ${serverText(server)}`, timeoutMs: timeout, alarms: ctx.alarms, logger: ctx.logger }),
-      async () => await connections.end().catch(() => {}))
+    const guard = backendGuard(ctx, `PostgreSQL ${serverText(server)}`, timeout, async () => await connections.end().catch(() => {}))
     // placeholders bound as $1, $2 … parameters
     const run = async (text: string, params: Array<string | null>): Promise<SqlResult> => {
       const result = await connections.query<unknown[]>({ text, values: params, rowMode: 'array' })
@@ -61,8 +57,5 @@ export default definePlugin<AuthPgsqlConfig>({
       unavailableAcl: config['auth.pgsql.unavailable.acl']
     }, (index) => `$${index}`, run)
     ctx.logger.info({ server: serverText(server), database: config['auth.pgsql.database'], acl: backend.aclRules !== undefined }, 'PostgreSQL authentication ready')
-  },
-  async unload () {
-    await slot.release()
   }
 })

@@ -1,7 +1,7 @@
 // broker_auth_redis: authentication, superuser and ACL from Redis hashes
 // (EMQ X 3.x emqx_auth_redis), one server or the master a Sentinel names.
 // See README.md.
-import { BackendGuard, BackendSlot, backendAclChecker, backendAuthenticator, definePlugin, passwordChecker, serverText } from '../../lib/plugin-kit/index.js'
+import { backendAclChecker, backendAuthenticator, backendGuard, definePlugin, passwordChecker, serverText } from '../../lib/plugin-kit/index.js'
 import { RedisConnections } from './connections.js'
 import { aclRulesQuery, queriesOf } from './queries.js'
 import { schema, type AuthRedisConfig } from './settings.js'
@@ -9,8 +9,6 @@ import { schema, type AuthRedisConfig } from './settings.js'
 export { schema, type AuthRedisConfig } from './settings.js'
 
 const NAME = 'broker_auth_redis'
-
-const slot = new BackendSlot()
 
 function serverName (config: AuthRedisConfig): string {
   const servers = config['auth.redis.server'].map(serverText).join(',')
@@ -23,13 +21,12 @@ export default definePlugin<AuthRedisConfig>({
   description: 'Authentication, superuser and ACL from Redis',
   schema,
   async load (ctx) {
-    await slot.release()
     const config = ctx.config
     const server = serverName(config)
     const timeoutMs = config['auth.redis.query_timeout']
     const connections = new RedisConnections(config, ctx.logger)
     const call = connections.call.bind(connections)
-    const guard = slot.hold(new BackendGuard({ plugin: NAME, server, timeoutMs, alarms: ctx.alarms, logger: ctx.logger }), () => connections.close())
+    const guard = backendGuard(ctx, server, timeoutMs, () => connections.close())
     ctx.hooks.add('client.authenticate', backendAuthenticator({
       guard,
       checkPassword: passwordChecker(config['auth.redis.password_hash']),
@@ -51,8 +48,5 @@ export default definePlugin<AuthRedisConfig>({
     // a server that is down does not stop the plugin loading: its queries fail (and are told once) until it is back
     await connections.settled(timeoutMs)
     ctx.logger.info({ server, pool: config['auth.redis.pool'], acl: acl?.text }, 'Redis authentication ready')
-  },
-  async unload () {
-    await slot.release()
   }
 })

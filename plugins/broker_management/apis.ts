@@ -56,4 +56,4 @@ export const v2: Api = {
   failure: (err) => ({ code: codeV2(err), result: [], message: err.body.message })
 }
 
-export const APIS: readonly Api[] = [v3, v2]
+export const APIS: readonly Api[] = Object.freeze([v3, v2])

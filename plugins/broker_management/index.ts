@@ -2,10 +2,9 @@
 // applications as credentials) and v2 (§4.5, administrator users), one
 // server serving both (apis.ts). The operations are the rows of routes.ts
 // and routes-v2.ts; they reach the node only through the node service
-// (`ctx.node`). README.md lists the settings and the decisions.
+// (the `administration` capability). README.md lists the settings and the decisions.
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import type Hapi from '@hapi/hapi'
 import { definePlugin } from '../../lib/plugin-kit/admin.js'
 import { Apps } from './apps.js'
 import { LoginLimit } from './login-limit.js'
@@ -38,6 +37,7 @@ export default definePlugin<ManagementConfig>({
   version: '0.1.0',
   description: 'Management REST API v3 and v2 (hapi; applications, administrator users)',
   schema,
+  capabilities: ['administration'],
 
   async load (ctx) {
     // the HTTPS files are read first, so a missing one fails the load before anything starts
@@ -59,7 +59,8 @@ export default definePlugin<ManagementConfig>({
     })
     await users.seed()
     for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
-    const api = { node: ctx.node, apps, users, logins: new LoginLimit(ctx.config['management.login_rate']), maxRowLimit: ctx.config['management.max_row_limit'], cookies: new CookieSessions(users) }
+    const admin = ctx.capability('administration')
+    const api = { node: admin.node, pluginRoutes: admin.pluginRoutes, apps, users, logins: new LoginLimit(ctx.config['management.login_rate']), maxRowLimit: ctx.config['management.max_row_limit'], cookies: new CookieSessions(users) }
     // HTTP, and HTTPS when set: two hapi servers built from the same route tables
     const created = [await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)]
     ctx.listeners.add(listenerRecord(created[0], 'http:management', limits(ctx.config, 'http')))
@@ -67,22 +68,11 @@ export default definePlugin<ManagementConfig>({
       created.push(await createServer(listenOn(https), api, ctx.logger, tls))
       ctx.listeners.add(listenerRecord(created[1], 'https:management', limits(ctx.config, 'https')))
     }
-    const started: Hapi.Server[] = []
-    try {
-      for (const server of created) {
-        await server.start()
-        started.push(server)
-        ctx.logger.info({ uri: server.info.uri }, 'management API listening')
-      }
-    } catch (err) {
-      for (const server of started) await server.stop({ timeout: 2000 })
-      throw err
+    for (const server of created) {
+      await server.start()
+      // a later server that fails to start unloads the plugin: the host stops this one then
+      ctx.onUnload(async () => { await server.stop({ timeout: 2000 }) })
+      ctx.logger.info({ uri: server.info.uri }, 'management API listening')
     }
-    return async () => {
-      for (const server of started) await server.stop({ timeout: 2000 })
-    }
-  },
-
-  // everything of a load is closed by the function its load returned
-  unload () {}
+  }
 })

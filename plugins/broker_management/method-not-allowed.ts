@@ -2,8 +2,9 @@
 // 405 Method Not Allowed and an `Allow` header naming the methods that are
 // (RFC 9110 §15.5.6), instead of hapi's 404.
 import type Hapi from '@hapi/hapi'
+import { PLUGIN_ROUTES_PATH } from './plugin-routes.js'
 
-const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
+const METHODS = Object.freeze(['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const)
 
 /** The methods `server` answers at `path` (HEAD with GET, as hapi serves it); empty when none. */
 export function allowedMethods (server: Hapi.Server, path: string): string[] {
@@ -15,7 +16,9 @@ export function allowedMethods (server: Hapi.Server, path: string): string[] {
 
 function served (server: Hapi.Server, method: typeof METHODS[number], path: string): boolean {
   try {
-    return server.match(method, path) !== null
+    const route = server.match(method, path)
+    // the catch-all of the plugins' routes answers 404 itself for a path no plugin serves
+    return route !== null && route.path !== PLUGIN_ROUTES_PATH
   } catch {
     // a path the router cannot decode (a stray `%`, found by the fuzzer) is served for no method
     return false

@@ -5,7 +5,7 @@
 // default ones, are administrators.
 import { ApiError, CODE } from './errors.js'
 
-export const ROLES = ['administrator', 'viewer'] as const
+export const ROLES = Object.freeze(['administrator', 'viewer'] as const)
 export type Role = typeof ROLES[number]
 
 /** The caller of a request, as its credentials said. */

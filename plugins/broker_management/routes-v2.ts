@@ -70,7 +70,7 @@ function from (methodPath: string, source: Route, { result = noData, request, va
 const loadPlugin = v3('load_plugin')
 const unloadPlugin = v3('unload_plugin')
 
-export const routesV2: readonly Route[] = [
+export const routesV2: readonly Route[] = Object.freeze([
   from('GET /', v3('list_apis'), { result: same }),
 
   // --- nodes (§2.9) ---
@@ -158,4 +158,4 @@ export const routesV2: readonly Route[] = [
   from('DELETE /users/:name', v3('delete_user')),
   from('POST /auth', v3('auth_user')),
   from('PUT /change_pwd/:username', v3('change_pwd'))
-]
+])

@@ -6,6 +6,7 @@
 // gets `_page`/`_limit` and its handler's list is paged for it.
 import Joi from 'joi'
 import { onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type NodeView, type RemoteMethod, type ServiceError } from '../../lib/plugin-kit/admin.js'
+import type { PluginRouteTable } from './plugin-routes.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
@@ -18,6 +19,8 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
 
 export interface ApiContext {
   node: NodeView
+  /** the routes other plugins add, served under /api/v3 (plugin-routes.ts) */
+  pluginRoutes: PluginRouteTable
   apps: Apps
   users: Users
   /** failed logins per source address (`management.login_rate`) */
@@ -167,7 +170,7 @@ async function existingApp (apps: Apps, appId: string): Promise<App> {
   return app
 }
 
-export const routes: readonly Route[] = [
+export const routes: readonly Route[] = Object.freeze([
   // --- the API itself ---
   {
     method: 'GET', path: '/', name: 'list_apis', role: 'viewer', descr: 'List every operation of the API',
@@ -577,4 +580,4 @@ export const routes: readonly Route[] = [
       return OK
     }
   }
-]
+])

@@ -8,7 +8,8 @@ import Hapi from '@hapi/hapi'
 import type { Boom } from '@hapi/boom'
 import Joi from 'joi'
 import type { Logger } from '../../lib/plugin-kit/admin.js'
-import { APIS, type Api, type ServerContext } from './apis.js'
+import { APIS, v3, type Api, type ServerContext } from './apis.js'
+import { pluginRoutes } from './plugin-routes.js'
 import { ApiError, CODE } from './errors.js'
 import { allows, forbidden, type Caller, type Role } from './roles.js'
 import { TooManyLogins } from './login-limit.js'
@@ -88,6 +89,7 @@ export async function createServer (listen: { host: string, port: number }, cont
     const handlerContext: ApiContext = { ...context, routes: api.routes }
     const strategies = cookies === undefined ? [api.strategy] : [api.strategy, COOKIE_STRATEGY]
     for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger, strategies))
+    if (api === v3) server.route(pluginRoutes(context.pluginRoutes, strategies, answer, (h, err) => refuse(h, api, err)))
   }
   // health for orchestrators, outside the APIs and without credentials (status.ts)
   server.route(statusRoutes(context.node))

@@ -3,7 +3,7 @@
 // event loop idle, so timers and other clients are served meanwhile (issue 14 #10).
 import t from 'tap'
 import { performance } from 'node:perf_hooks'
-import { hashPassword, parseHashSpec, verifyPassword } from '../../lib/access/password-hash.js'
+import { hashPassword, parseHashSpec, verifyPassword } from '../../lib/plugin-kit/hash/password-hash.js'
 
 t.test('pbkdf2,md4 with many iterations: right answer, the event loop stays idle and a timer fires on time', async (t) => {
   // RFC 6070's inputs with HMAC-MD4; agrees with `openssl kdf` (legacy provider)

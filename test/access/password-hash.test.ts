@@ -11,7 +11,7 @@ import {
   verifyStored,
   type HashSpec,
   type Pbkdf2Params,
-} from '../../lib/access/password-hash.js';
+} from '../../lib/plugin-kit/hash/password-hash.js';
 
 const spec = (text: string): HashSpec => parseHashSpec(text);
 

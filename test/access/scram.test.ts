@@ -1,5 +1,5 @@
 import t from 'tap';
-import { hashForStorage, STORAGE_ITERATIONS } from '../../lib/access/password-hash.js';
+import { hashForStorage, STORAGE_ITERATIONS } from '../../lib/plugin-kit/hash/password-hash.js';
 import {
   ScramServer,
   scramFromPassword,

@@ -5,7 +5,7 @@
 // `<plugin>_unavailable` — until a call that started after the outage began
 // succeeds, which logs the recovery and clears the alarm.
 import type { Logger } from '../../log.js'
-import type { PluginContext } from '../../plugin-kit/contract.js'
+import type { PluginContext } from '../contract.js'
 
 export interface GuardOptions {
   plugin: string
@@ -109,24 +109,16 @@ export class BackendGuard {
 }
 
 /**
- * What a loaded database plugin holds — its guard and the way to close its
- * connections — kept by the plugin module (one loaded instance at a time) so
- * that a reload or an unload releases exactly what the last load made.
+ * The guard of one load's server, released with the load: at unload it stops
+ * telling outages (its alarm is cleared), then `close` ends the connections.
+ * Call it right after opening the connections, so a load that fails later
+ * closes them too.
  */
-export class BackendSlot {
-  #held: { guard: BackendGuard, close: () => unknown } | undefined
-
-  /** Keeps the guard (returned) and the connections' close. */
-  hold (guard: BackendGuard, close: () => unknown): BackendGuard {
-    this.#held = { guard, close }
-    return guard
-  }
-
-  async release (): Promise<void> {
-    const held = this.#held
-    this.#held = undefined
-    if (held === undefined) return
-    held.guard.close()
-    await held.close()
-  }
+export function backendGuard (ctx: Pick<PluginContext<unknown>, 'name' | 'alarms' | 'logger' | 'onUnload'>, server: string, timeoutMs: number, close: () => unknown): BackendGuard {
+  const guard = new BackendGuard({ plugin: ctx.name, server, timeoutMs, alarms: ctx.alarms, logger: ctx.logger })
+  ctx.onUnload(async () => {
+    guard.close()
+    await close()
+  })
+  return guard
 }

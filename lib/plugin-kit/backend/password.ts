@@ -5,7 +5,7 @@
 // the bcrypt salt), `pbkdf2,<macfun>,<iterations>,<dklen>` (salt column =
 // pbkdf2 salt).
 import Joi from 'joi'
-import { parseHashSpec, verifyPassword, type HashSpec } from '../../access/password-hash.js'
+import { parseHashSpec, verifyPassword, type HashSpec } from '../hash/password-hash.js'
 
 export type PasswordChecker = (password: string, stored: string, salt?: string) => Promise<boolean>
 

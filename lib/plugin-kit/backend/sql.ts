@@ -8,7 +8,7 @@
 // in as alice cannot sidestep rules and bans keyed on `alice`.
 // Placeholders are bound parameters (see placeholders.ts).
 import { aclRuleOfRow, type AclRule } from './acl-rules.js'
-import type { PluginContext } from '../../plugin-kit/contract.js'
+import type { PluginContext } from '../contract.js'
 import type { BackendGuard } from './guard.js'
 import { backendAclChecker, backendAuthenticator, isTrue, type BackendQueries, type StoredUser } from './handlers.js'
 import { passwordChecker } from './password.js'

@@ -2,15 +2,15 @@
 // ignore, right password → allow, wrong or missing → deny; load/unload bookkeeping.
 import t, { type Test } from 'tap'
 import { clientInfo } from '../../../lib/plugin-kit/testing.js'
-import plugin, { addClient, listClients } from '../index.js'
-import { TWO_CLIENTS, context } from './helpers.js'
+import plugin from '../index.js'
+import { TWO_CLIENTS, api, context } from './helpers.js'
 
 const DENY = { result: 'deny', reason: 'bad_username_or_password' }
 
 async function loadWith (t: Test, raw: Record<string, string> = TWO_CLIENTS) {
   const ctx = context(raw)
   await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  t.teardown(ctx.unload)
   const authenticate = ctx.handler('client.authenticate')
   return async (clientId: string, password?: Buffer | string, username?: string) =>
     await authenticate({ client: clientInfo({ clientId, username }), password: typeof password === 'string' ? Buffer.from(password) : password })
@@ -35,35 +35,40 @@ t.test('a stored client id overrides a configured one of the same name', async (
   const ctx = context(TWO_CLIENTS)
   await ctx.store.put('dev-1', 'not a hash')
   await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  t.teardown(ctx.unload)
   const answer = await ctx.handler('client.authenticate')({ client: clientInfo({ clientId: 'dev-1' }), password: Buffer.from('dev-1-pw') })
   t.same(answer, DENY, 'the malformed stored value wins and matches nothing')
 })
 
 t.test('load, unload, load: one handler per load, and the API follows the loaded instance', async (t) => {
-  await t.rejects(listClients(), { message: 'plugin broker_auth_clientid is not loaded' })
   const first = context(TWO_CLIENTS)
+  t.throws(() => api(first), { message: 'broker_auth_clientid has provided no API (not loaded?)' })
   await plugin.load(first)
   t.same([...first.added.keys()], ['client.authenticate', 'client.enhanced_auth'], 'its password check, and the refusal of SCRAM for a registered client id')
   t.equal(first.added.get('client.authenticate')?.length, 1)
-  await t.rejects(async () => { await plugin.load(context()) }, { message: 'plugin broker_auth_clientid is already loaded' })
-  t.same(await listClients(), ['dev-1', 'dev-2'])
-  await plugin.unload()
-  await t.rejects(addClient('dev-3', 'pw'), { message: 'plugin broker_auth_clientid is not loaded' })
+  const other = context()
+  await plugin.load(other)
+  t.same(await api(other).list(), [], 'a second load has its own table')
+  await other.unload()
+  t.same(await api(first).list(), ['dev-1', 'dev-2'])
+  await first.unload()
+  t.throws(() => api(first), { message: 'broker_auth_clientid has provided no API (not loaded?)' }, 'no API once unloaded')
 
   const second = context({ 'auth.client.1.clientid': 'dev-9', 'auth.client.1.password': 'pw' })
   await plugin.load(second)
-  t.teardown(() => plugin.unload())
-  t.equal(first.added.get('client.authenticate')?.length, 1, 'nothing more added to the old context')
+  t.teardown(second.unload)
+  t.equal(first.added.get('client.authenticate')?.length, 0, 'the old context: its handler released, nothing more added')
   t.equal(second.added.get('client.authenticate')?.length, 1)
-  t.same(await listClients(), ['dev-9'])
+  t.same(await api(second).list(), ['dev-9'])
 })
 
-t.test('two loads at once: one wins, one handler in all', async (t) => {
+t.test('two loads at once: each has its own handler', async (t) => {
   const a = context()
   const b = context()
   const results = await Promise.allSettled([plugin.load(a), plugin.load(b)])
-  t.teardown(() => plugin.unload())
-  t.same(results.map((r) => r.status).sort(), ['fulfilled', 'rejected'])
-  t.equal((a.added.get('client.authenticate')?.length ?? 0) + (b.added.get('client.authenticate')?.length ?? 0), 1)
+  t.teardown(a.unload)
+  t.teardown(b.unload)
+  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled'])
+  t.equal(a.added.get('client.authenticate')?.length, 1)
+  t.equal(b.added.get('client.authenticate')?.length, 1)
 })

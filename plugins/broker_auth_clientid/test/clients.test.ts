@@ -2,8 +2,8 @@
 // kept in the plugin's durable store as pbkdf2 hashes, surviving unload and load.
 import t from 'tap'
 import { clientInfo, memoryStore } from '../../../lib/plugin-kit/testing.js'
-import plugin, { CredentialError, addClient, deleteClient, listClients, updateClient } from '../index.js'
-import { TWO_CLIENTS, context } from './helpers.js'
+import plugin, { CredentialError } from '../index.js'
+import { TWO_CLIENTS, api, context } from './helpers.js'
 
 const DENY = { result: 'deny', reason: 'bad_username_or_password' }
 
@@ -11,39 +11,42 @@ t.test('add, update, delete and list, durably across unload and load', async (t)
   const store = memoryStore()
   const first = context(TWO_CLIENTS, store)
   await plugin.load(first)
-  t.teardown(() => plugin.unload())
+  t.teardown(first.unload)
   const auth = async (clientId: string, password: string) =>
     await first.handler('client.authenticate')({ client: clientInfo({ clientId }), password: Buffer.from(password) })
 
   t.same(await auth('dev-3', 'dev-3-pw'), 'ignore', 'unknown before it is added')
-  await addClient('dev-3', 'dev-3-pw')
+  await api(first).add('dev-3', 'dev-3-pw')
   const stored = await store.get('dev-3')
   t.ok(stored?.startsWith('pbkdf2$'), 'stored as a pbkdf2 hash')
   t.notMatch(stored, 'dev-3-pw', 'not the plain password')
   t.same(await auth('dev-3', 'dev-3-pw'), { result: 'allow' })
   t.same(await auth('dev-3', 'wrong'), DENY)
-  t.same(await listClients(), ['dev-1', 'dev-2', 'dev-3'])
+  t.same(await api(first).list(), ['dev-1', 'dev-2', 'dev-3'])
 
-  await updateClient('dev-3', 'new-pw')
+  await api(first).update('dev-3', 'new-pw')
   t.same(await auth('dev-3', 'dev-3-pw'), DENY, 'the old password no longer works')
   t.same(await auth('dev-3', 'new-pw'), { result: 'allow' })
 
-  await plugin.unload()
+  await first.unload()
   const second = context(TWO_CLIENTS, store)
   await plugin.load(second)
+  t.teardown(second.unload)
   const again = second.handler('client.authenticate')
   t.same(await again({ client: clientInfo({ clientId: 'dev-3' }), password: Buffer.from('new-pw') }), { result: 'allow' }, 'kept across a reload')
-  t.same(await listClients(), ['dev-1', 'dev-2', 'dev-3'])
+  t.same(await api(second).list(), ['dev-1', 'dev-2', 'dev-3'])
 
-  await deleteClient('dev-3')
+  await api(second).delete('dev-3')
   t.equal(await store.get('dev-3'), undefined)
   t.same(await again({ client: clientInfo({ clientId: 'dev-3' }), password: Buffer.from('new-pw') }), 'ignore', 'unknown once deleted')
-  t.same(await listClients(), ['dev-1', 'dev-2'])
+  t.same(await api(second).list(), ['dev-1', 'dev-2'])
 })
 
 t.test('duplicates, missing client ids and bad input throw clear errors', async (t) => {
-  await plugin.load(context(TWO_CLIENTS))
-  t.teardown(() => plugin.unload())
+  const ctx = context(TWO_CLIENTS)
+  await plugin.load(ctx)
+  t.teardown(ctx.unload)
+  const { add: addClient, update: updateClient, delete: deleteClient, list: listClients } = api(ctx)
   await addClient('dev-3', 'pw')
   await t.rejects(addClient('dev-3', 'other'), { name: 'CredentialError', code: 'exists', message: 'client id "dev-3" already exists' })
   await t.rejects(addClient('dev-1', 'other'), { code: 'exists', message: 'client id "dev-1" already exists (configured in etc/plugins/broker_auth_clientid.conf)' })
@@ -61,7 +64,8 @@ t.test('updating a configured client id stores an override; deleting it restores
   const store = memoryStore()
   const ctx = context(TWO_CLIENTS, store)
   await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  t.teardown(ctx.unload)
+  const { update: updateClient, delete: deleteClient, list: listClients } = api(ctx)
   const auth = async (password: string) =>
     await ctx.handler('client.authenticate')({ client: clientInfo({ clientId: 'dev-1' }), password: Buffer.from(password) })
   await updateClient('dev-1', 'override')
@@ -74,8 +78,10 @@ t.test('updating a configured client id stores an override; deleting it restores
 })
 
 t.test('concurrent adds of one client id: exactly one wins', async (t) => {
-  await plugin.load(context())
-  t.teardown(() => plugin.unload())
+  const ctx = context()
+  await plugin.load(ctx)
+  t.teardown(ctx.unload)
+  const { add: addClient } = api(ctx)
   const results = await Promise.allSettled([addClient('dev-z', 'a'), addClient('dev-z', 'b')])
   t.same(results.map((r) => r.status).sort(), ['fulfilled', 'rejected'])
 })

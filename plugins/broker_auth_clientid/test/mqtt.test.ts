@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises'
 import t from 'tap'
 import { startBroker, tempDir, type TestBroker } from '../../../test/helpers/broker.js'
 import { closeAll, connect } from '../../../test/helpers/mqtt.js'
-import plugin, { addClient } from '../index.js'
+import plugin, { type CredentialApi } from '../index.js'
 
 const SETTINGS = { 'auth.client.1.clientid': 'dev-1', 'auth.client.1.password': 'dev-1-pw' }
 
@@ -49,8 +49,9 @@ t.test('a client id added at run time connects, also after a node restart', asyn
   const dir = await tempDir()
   t.teardown(async () => await rm(dir, { recursive: true, force: true }))
   const first = await node(false, dir)
-  t.equal((await first.node.plugins.module(plugin.name)).addClient, addClient, 'the host and the CLI share one module')
-  await addClient('dev-3', 'dev-3-pw')
+  const clients = first.node.plugins.api<CredentialApi>(plugin.name)!
+  t.same(await clients.list(), ['dev-1'], "the host's API is the loaded instance's table")
+  await clients.add('dev-3', 'dev-3-pw')
   t.equal(await connackCode(first, 'dev-3', 'dev-3-pw', 4), 0)
   t.equal(await connackCode(first, 'dev-3', 'wrong', 4), 4)
   await first.stop()

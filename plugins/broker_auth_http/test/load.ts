@@ -8,7 +8,7 @@ import plugin, { type AuthHttpConfig } from '../index.js'
 
 export interface Loaded {
   ctx: FakeContext<AuthHttpConfig>
-  /** releases the load as the host does (its release function, then unload) */
+  /** releases the load as the host does (everything it registered, newest first) */
   unload: () => Promise<void>
   authenticate: HookHandlers['client.authenticate']
   /** the check_acl handler; throws if the plugin added none */
@@ -32,19 +32,11 @@ export async function load (t: Test, settings: Record<string, string>): Promise<
     }
   })
   const ctx: FakeContext<AuthHttpConfig> = { ...fakeContext('broker_auth_http', validate(settings)), logger: pino({ level: 'debug' }, sink) }
-  // as the host does: the release function the load returned, then unload
-  const release = await plugin.load(ctx)
-  let unloaded = false
-  const unload = async (): Promise<void> => {
-    if (unloaded) return
-    unloaded = true
-    if (typeof release === 'function') await release()
-    await plugin.unload()
-  }
-  t.teardown(unload)
+  await plugin.load(ctx)
+  t.teardown(ctx.unload)
   return {
     ctx,
-    unload,
+    unload: ctx.unload,
     logs,
     authenticate: ctx.handler('client.authenticate'),
     checkAcl: () => ctx.handler('client.check_acl')

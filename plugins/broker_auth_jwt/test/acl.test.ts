@@ -2,7 +2,6 @@
 // (authenticate → disconnect, unload).
 import t, { type Test } from 'tap'
 import { clientInfo, type AclAccess, type ClientInfo } from '../../../lib/plugin-kit/testing.js'
-import plugin from '../index.js'
 import { AclTable, PENDING_TTL_MS } from '../acl.js'
 import { load, now, SECRET, sign, type Loaded } from './helpers.js'
 
@@ -109,7 +108,7 @@ t.test('unload drops every client\'s rules; load again starts empty', async (t) 
   const loaded = await load(t, { 'auth.jwt.secret': SECRET })
   const check = await connect(t, loaded, { acl: ACL })
   t.equal(await check('publish', 'x'), 'deny')
-  await plugin.unload()
+  await loaded.ctx.unload()
   t.equal(await check('publish', 'x'), 'ignore')
   const again = await load(t, { 'auth.jwt.secret': SECRET })
   t.equal(await again.ctx.handler('client.check_acl')({ client: clientInfo({ username: 'alice' }), access: 'publish', topic: 'x' }), 'ignore')

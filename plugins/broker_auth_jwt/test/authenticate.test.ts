@@ -166,7 +166,7 @@ t.test('a secret shorter than 32 bytes loads with a warning', async (t) => {
   for (const secret of ['short', SECRET]) {
     const ctx = { ...fakeContext('broker_auth_jwt', settings({ 'auth.jwt.secret': secret })), logger }
     await plugin.load(ctx)
-    await plugin.unload()
+    await ctx.unload()
   }
   t.equal(lines.length, 1, 'only the short secret warns')
   t.match(JSON.parse(lines[0]), { level: 40, msg: /auth\.jwt\.secret is shorter than 32 bytes/ })

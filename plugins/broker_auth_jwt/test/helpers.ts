@@ -29,7 +29,7 @@ export async function load (t: Test, raw: Record<string, string>, root?: string)
   const base = fakeContext('broker_auth_jwt', settings(raw))
   const ctx = root === undefined ? base : { ...base, root }
   await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  t.teardown(ctx.unload)
   const authenticate = ctx.handler('client.authenticate')
   return {
     ctx,

@@ -51,7 +51,7 @@ t.test('bad values are schema errors', async (t) => {
 t.test('an empty acl_query adds no ACL handler; an empty super_query no superuser query', async (t) => {
   const ctx = fakeContext('broker_auth_mysql', validate({ 'auth.mysql.acl_query': '', 'auth.mysql.super_query': '', 'auth.mysql.server': '127.0.0.1:1', 'auth.mysql.query_timeout': '1s' }))
   await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  t.teardown(async () => await ctx.unload())
   t.ok(ctx.added.get('client.authenticate'))
   t.notOk(ctx.added.get('client.check_acl'))
 })

@@ -54,7 +54,7 @@ t.test('bad values are schema errors', async (t) => {
 t.test('an unset acl_query adds no ACL handler (SPEC §5.2)', async (t) => {
   const ctx = fakeContext('broker_auth_pgsql', validate({ 'auth.pgsql.server': '127.0.0.1:1', 'auth.pgsql.query_timeout': '1s' }))
   await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  t.teardown(async () => await ctx.unload())
   t.ok(ctx.added.get('client.authenticate'))
   t.notOk(ctx.added.get('client.check_acl'))
 })
@@ -62,7 +62,7 @@ t.test('an unset acl_query adds no ACL handler (SPEC §5.2)', async (t) => {
 t.test('an empty acl_query adds no ACL handler; an empty super_query no superuser query', async (t) => {
   const ctx = fakeContext('broker_auth_pgsql', validate({ 'auth.pgsql.acl_query': '', 'auth.pgsql.super_query': '', 'auth.pgsql.server': '127.0.0.1:1', 'auth.pgsql.query_timeout': '1s' }))
   await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  t.teardown(async () => await ctx.unload())
   t.ok(ctx.added.get('client.authenticate'))
   t.notOk(ctx.added.get('client.check_acl'))
 })

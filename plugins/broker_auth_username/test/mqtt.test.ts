@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises'
 import t from 'tap'
 import { startBroker, tempDir, type TestBroker } from '../../../test/helpers/broker.js'
 import { closeAll, connect } from '../../../test/helpers/mqtt.js'
-import plugin, { addUser } from '../index.js'
+import plugin, { type CredentialApi } from '../index.js'
 
 const SETTINGS = { 'auth.user.1.username': 'alice', 'auth.user.1.password': 'alice-pw' }
 
@@ -49,8 +49,9 @@ t.test('a user added at run time connects, also after a node restart', async (t)
   const dir = await tempDir()
   t.teardown(async () => await rm(dir, { recursive: true, force: true }))
   const first = await node(false, dir)
-  t.equal((await first.node.plugins.module(plugin.name)).addUser, addUser, 'the host and the CLI share one module')
-  await addUser('carol', 'carol-pw')
+  const users = first.node.plugins.api<CredentialApi>(plugin.name)!
+  t.same(await users.list(), ['alice'], "the host's API is the loaded instance's table")
+  await users.add('carol', 'carol-pw')
   t.equal(await connackCode(first, 'carol', 'carol-pw', 4), 0)
   t.equal(await connackCode(first, 'carol', 'wrong', 4), 4)
   await first.stop()

@@ -7,7 +7,7 @@ import type { IAuthPacket, IConnackPacket } from 'mqtt-packet'
 import { startBroker, type TestBroker } from '../../../test/helpers/broker.js'
 import { RawClient } from '../../../test/helpers/raw-client.js'
 import { ScramClient } from '../../../test/helpers/scram-client.js'
-import plugin, { addUser } from '../index.js'
+import plugin, { type CredentialApi } from '../index.js'
 
 const METHOD = 'SCRAM-SHA-256'
 
@@ -40,7 +40,7 @@ t.test('SCRAM-SHA-256 exchanges against configured and stored users', async (t) 
   t.teardown(broker.stop)
   t.same(await scramConnect(broker, 'alice', 'alice-pw'), { code: 0, serverVerified: true }, 'configured user: accepted, and the server signature checks out')
   t.same(await scramConnect(broker, 'alice', 'wrong'), { code: 0x86, serverVerified: false }, 'wrong password: bad user name or password')
-  await addUser('bob', 'bob-pw')
+  await broker.node.plugins.api<CredentialApi>(plugin.name)!.add('bob', 'bob-pw')
   t.same(await scramConnect(broker, 'bob', 'bob-pw'), { code: 0, serverVerified: true }, 'a stored (pbkdf2) user works without its plain password')
   t.same(await scramConnect(broker, 'nobody', 'x'), { code: 0x86, serverVerified: false }, 'unknown user')
   t.same(await scramConnect(broker, 'alice', 'alice-pw', 'bob'), { code: 0x86, serverVerified: false }, 'the CONNECT user name must be the SCRAM user')

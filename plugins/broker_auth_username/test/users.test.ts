@@ -2,8 +2,8 @@
 // plugin's durable store as pbkdf2 hashes, surviving unload and load.
 import t from 'tap'
 import { clientInfo, memoryStore } from '../../../lib/plugin-kit/testing.js'
-import plugin, { CredentialError, addUser, deleteUser, listUsers, updateUser } from '../index.js'
-import { ALICE_BOB, context } from './helpers.js'
+import plugin, { CredentialError } from '../index.js'
+import { ALICE_BOB, api, context } from './helpers.js'
 
 const DENY = { result: 'deny', reason: 'bad_username_or_password' }
 
@@ -11,39 +11,42 @@ t.test('add, update, delete and list, durably across unload and load', async (t)
   const store = memoryStore()
   const first = context(ALICE_BOB, store)
   await plugin.load(first)
-  t.teardown(() => plugin.unload())
+  t.teardown(first.unload)
   const auth = async (username: string, password: string) =>
     await first.handler('client.authenticate')({ client: clientInfo({ username }), password: Buffer.from(password) })
 
   t.same(await auth('carol', 'carol-pw'), 'ignore', 'unknown before it is added')
-  await addUser('carol', 'carol-pw')
+  await api(first).add('carol', 'carol-pw')
   const stored = await store.get('carol')
   t.ok(stored?.startsWith('pbkdf2$'), 'stored as a pbkdf2 hash')
   t.notMatch(stored, 'carol-pw', 'not the plain password')
   t.same(await auth('carol', 'carol-pw'), { result: 'allow' })
   t.same(await auth('carol', 'wrong'), DENY)
-  t.same(await listUsers(), ['alice', 'bob', 'carol'])
+  t.same(await api(first).list(), ['alice', 'bob', 'carol'])
 
-  await updateUser('carol', 'new-pw')
+  await api(first).update('carol', 'new-pw')
   t.same(await auth('carol', 'carol-pw'), DENY, 'the old password no longer works')
   t.same(await auth('carol', 'new-pw'), { result: 'allow' })
 
-  await plugin.unload()
+  await first.unload()
   const second = context(ALICE_BOB, store)
   await plugin.load(second)
+  t.teardown(second.unload)
   const again = second.handler('client.authenticate')
   t.same(await again({ client: clientInfo({ username: 'carol' }), password: Buffer.from('new-pw') }), { result: 'allow' }, 'kept across a reload')
-  t.same(await listUsers(), ['alice', 'bob', 'carol'])
+  t.same(await api(second).list(), ['alice', 'bob', 'carol'])
 
-  await deleteUser('carol')
+  await api(second).delete('carol')
   t.equal(await store.get('carol'), undefined)
   t.same(await again({ client: clientInfo({ username: 'carol' }), password: Buffer.from('new-pw') }), 'ignore', 'unknown once deleted')
-  t.same(await listUsers(), ['alice', 'bob'])
+  t.same(await api(second).list(), ['alice', 'bob'])
 })
 
 t.test('duplicates, missing users and bad input throw clear errors', async (t) => {
-  await plugin.load(context(ALICE_BOB))
-  t.teardown(() => plugin.unload())
+  const ctx = context(ALICE_BOB)
+  await plugin.load(ctx)
+  t.teardown(ctx.unload)
+  const { add: addUser, update: updateUser, delete: deleteUser, list: listUsers } = api(ctx)
   await addUser('carol', 'pw')
   await t.rejects(addUser('carol', 'other'), { name: 'CredentialError', code: 'exists', message: 'user "carol" already exists' })
   await t.rejects(addUser('alice', 'other'), { code: 'exists', message: 'user "alice" already exists (configured in etc/plugins/broker_auth_username.conf)' })
@@ -62,7 +65,8 @@ t.test('updating a configured user stores an override; deleting it restores the 
   const store = memoryStore()
   const ctx = context(ALICE_BOB, store)
   await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  t.teardown(ctx.unload)
+  const { update: updateUser, delete: deleteUser, list: listUsers } = api(ctx)
   const auth = async (password: string) =>
     await ctx.handler('client.authenticate')({ client: clientInfo({ username: 'alice' }), password: Buffer.from(password) })
   await updateUser('alice', 'override')
@@ -76,8 +80,10 @@ t.test('updating a configured user stores an override; deleting it restores the 
 })
 
 t.test('concurrent adds of one user: exactly one wins', async (t) => {
-  await plugin.load(context())
-  t.teardown(() => plugin.unload())
+  const ctx = context()
+  await plugin.load(ctx)
+  t.teardown(ctx.unload)
+  const { add: addUser } = api(ctx)
   const results = await Promise.allSettled([addUser('zed', 'a'), addUser('zed', 'b')])
   t.same(results.map((r) => r.status).sort(), ['fulfilled', 'rejected'])
 })

@@ -1,7 +1,7 @@
 // /api/v2 administrator users (SPEC §2.17, §5.1): Basic auth by user (not app), CRUD with 105/106/113, POST /auth
 // 103/104, change_pwd 114; successful checks are remembered briefly and forgotten on a password change.
 import t from 'tap'
-import { hashForStorage, memoryStore } from '../../../lib/plugin-kit/admin.js'
+import { hashForStorage, memoryStore } from '../../../lib/plugin-kit/testing.js'
 import { Users, VERIFIED_TTL_MS } from '../users.js'
 import { startV2Node } from './v2-api.js'
 

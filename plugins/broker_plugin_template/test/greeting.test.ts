@@ -2,7 +2,7 @@
 // called directly and what it published is read back from the context.
 import t, { type Test } from 'tap'
 import { clientInfo, fakeContext, type FakeContext } from '../../../lib/plugin-kit/testing.js'
-import plugin, { schema, type TemplateConfig } from '../index.js'
+import plugin, { ALARM_ID, schema, type TemplateConfig } from '../index.js'
 
 /** Settings as the host would pass them: validated and converted by the schema. */
 function settings (raw: Record<string, string> = {}): TemplateConfig {
@@ -14,7 +14,7 @@ function settings (raw: Record<string, string> = {}): TemplateConfig {
 async function loaded (t: Test, raw: Record<string, string> = {}): Promise<FakeContext<TemplateConfig>> {
   const ctx = fakeContext(plugin.name, settings(raw))
   await plugin.load(ctx)
-  t.teardown(() => plugin.unload())
+  t.teardown(() => ctx.unload())
   return ctx
 }
 
@@ -48,7 +48,7 @@ t.test('a failed publish is logged, not thrown or left unhandled', async (t) => 
   const ctx = await loaded(t)
   const warned: unknown[] = []
   ctx.logger.warn = ((...args: unknown[]) => { warned.push(args) }) as typeof ctx.logger.warn
-  ctx.publish = async () => { throw new Error('topic has too many levels') }
+  ctx.broker.publish = async () => { throw new Error('topic has too many levels') }
   t.doesNotThrow(() => ctx.handler('client.connected')(clientInfo({ clientId: 'c1' })))
   await new Promise((resolve) => setImmediate(resolve))
   t.equal(warned.length, 1, 'one warning')
@@ -60,4 +60,54 @@ t.test('the schema refuses wildcards, an empty topic and unknown keys', async (t
   t.throws(() => settings({ 'template.greeting_topic': 'a/+/b' }), /template\.greeting_topic/)
   t.throws(() => settings({ 'template.greeting_topic': '' }), /not allowed to be empty/)
   t.throws(() => settings({ 'template.greting_topic': 'x' }), /"template\.greting_topic" is not allowed/)
+})
+
+t.test('broker_ctl template greetings counts the greetings of this load; reset starts again', async (t) => {
+  const ctx = await loaded(t)
+  const command = ctx.commands.added.get('template')
+  if (command === undefined) throw new Error('no template command')
+  for (const id of ['a', 'b', 'c']) ctx.handler('client.connected')(clientInfo({ clientId: id }))
+  t.same(await command.run(['greetings']), { text: 'greetings: 3', data: { greetings: 3 } })
+  t.same(await command.run(['reset']), { text: 'ok', data: { greetings: 0 } })
+  t.same(await command.run(['greetings']), { text: 'greetings: 0', data: { greetings: 0 } })
+  await t.rejects(async () => await command.run(['nonsense']), /template greetings \| template reset/)
+})
+
+t.test('a second load counts on its own (no module state)', async (t) => {
+  const first = await loaded(t)
+  const second = await loaded(t)
+  first.handler('client.connected')(clientInfo({ clientId: 'a' }))
+  t.same(await second.commands.added.get('template')?.run(['greetings']), { text: 'greetings: 0', data: { greetings: 0 } })
+})
+
+t.test('GET /template/greetings answers the count and the topic', async (t) => {
+  const ctx = await loaded(t, { 'template.greeting_topic': 'hi' })
+  ctx.handler('client.connected')(clientInfo({ clientId: 'a' }))
+  const route = ctx.routes.added.get('GET /template/greetings')
+  t.equal(route?.access, 'read', 'open to viewers')
+  t.same(await route?.handler({ params: {}, query: {}, payload: undefined }), { greetings: 1, topic: 'hi' })
+})
+
+t.test('more than template.alarm_after greetings in a minute raise the alarm', async (t) => {
+  const ctx = await loaded(t, { 'template.alarm_after': '2' })
+  ctx.handler('client.connected')(clientInfo({ clientId: 'a' }))
+  ctx.handler('client.connected')(clientInfo({ clientId: 'b' }))
+  t.notOk(ctx.raised.has(ALARM_ID), 'two are not too many')
+  ctx.handler('client.connected')(clientInfo({ clientId: 'c' }))
+  t.match(ctx.raised.get(ALARM_ID), { severity: 'warning', summary: 'more than 2 clients connected within a minute' })
+})
+
+t.test('unload releases everything the load registered', async (t) => {
+  const ctx = fakeContext(plugin.name, settings({ 'template.alarm_after': '1' }))
+  await plugin.load(ctx)
+  ctx.handler('client.connected')(clientInfo({ clientId: 'a' }))
+  ctx.handler('client.connected')(clientInfo({ clientId: 'b' }))
+  t.ok(ctx.raised.has(ALARM_ID))
+  t.ok(ctx.registrations() > 0)
+  await ctx.unload()
+  t.equal(ctx.registrations(), 0)
+  t.same([...ctx.added.values()].flat(), [], 'no hook left')
+  t.equal(ctx.commands.added.size, 0, 'no command left')
+  t.equal(ctx.routes.added.size, 0, 'no route left')
+  t.equal(ctx.raised.size, 0, 'no alarm left')
 })
