@@ -1,7 +1,8 @@
 // What a plugin's tests use from the core: the install root, the plugin
 // settings parser and validator (as the host reads etc/plugins/<name>.conf),
-// a logger, and a context for unit tests of a plugin's handlers without a
-// node (fake-context.ts).
+// a logger, a context for unit tests of a plugin's handlers without a node
+// (fake-context.ts), and a real node in the test's process with the plugin
+// loaded and connected MQTT and HTTP clients (harness.ts, on test-node.ts).
 export * from './index.js'
 export { INSTALL_ROOT } from '../root.js'
 export { parseConfigText } from '../config/parse.js'
@@ -9,3 +10,5 @@ export { readPluginConfigLines, validatePluginConfig } from '../plugins/plugin-c
 export { createLogger } from '../log.js'
 export type { BannedEntry } from '../access/banned.js'
 export * from './fake-context.js'
+export * from './test-node.js'
+export * from './harness.js'

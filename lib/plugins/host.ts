@@ -61,6 +61,8 @@ export class PluginHost {
   readonly #namespaces = new Map<string, Record<string, unknown>>()
   /** each active plugin's load: its context and what it registered */
   readonly #loads = new Map<string, PluginLoad<unknown>>()
+  /** each plugin's store, opened once: a LevelDB sublevel stays attached to the database until it closes */
+  readonly #stores = new Map<string, PluginStore>()
   /** the listeners the loaded plugins serve (SPEC §2.10) */
   readonly #listeners = new Set<() => ListenerRecord>()
   /** the HTTP routes the loaded plugins add, served by the management API */
@@ -249,7 +251,8 @@ export class PluginHost {
 
   async #start (name: string, config: unknown): Promise<void> {
     const plugin = await this.#module(name)
-    const { hooks, commands, logger, service, config: nodeConfig, publish, store, root, alarms } = this.options
+    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms } = this.options
+    const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
     const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, config: nodeConfig, service, publish, store, logger, root })
     try {
       await plugin.load(load.context)

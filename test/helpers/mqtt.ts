@@ -1,18 +1,9 @@
 // MQTT.js helpers: connect and wait, collect messages, wait for events.
 import { once } from 'node:events'
-import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
+import type { MqttClient } from 'mqtt'
 
 export type { MqttClient }
-
-export async function connect (url: string, options: IClientOptions = {}): Promise<MqttClient> {
-  const client = mqtt.connect(url, { reconnectPeriod: 0, connectTimeout: 5000, ...options })
-  await new Promise<void>((resolve, reject) => {
-    client.once('connect', () => resolve())
-    client.once('error', reject)
-    client.once('close', () => reject(new Error(`connection to ${url} closed before CONNACK`)))
-  })
-  return client
-}
+export { connectMqtt as connect } from '../../lib/plugin-kit/harness.js'
 
 export async function closeAll (...clients: Array<MqttClient | undefined>): Promise<void> {
   await Promise.all(clients.map(async (c) => { if (c) await c.endAsync(true) }))

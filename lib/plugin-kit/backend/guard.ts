@@ -33,7 +33,8 @@ export class BackendGuard {
   #started = 0
   #outageSince: number | undefined
   #closed = false
-  readonly #timers = new Set<NodeJS.Timeout>()
+  /** the calls not answered yet: each settles with an error when the guard closes, so none holds its CONNECT for ever */
+  readonly #pending = new Map<NodeJS.Timeout, (result: GuardResult<never>) => void>()
 
   constructor (options: GuardOptions) {
     this.#options = options
@@ -47,11 +48,12 @@ export class BackendGuard {
   async run<T> (operation: () => Promise<T>): Promise<GuardResult<T>> {
     const seq = ++this.#started
     let timer: NodeJS.Timeout | undefined
+    if (this.#closed) return { ok: false, error: new Error(`${this.#options.plugin} is unloaded`) }
     const timeout = new Promise<GuardResult<T>>((resolve) => {
       timer = setTimeout(() => {
         resolve({ ok: false, error: new BackendTimeoutError(this.#options.server, this.#options.timeoutMs) })
       }, this.#options.timeoutMs)
-      this.#timers.add(timer)
+      this.#pending.set(timer, resolve)
     })
     const call = (async (): Promise<GuardResult<T>> => {
       try {
@@ -62,7 +64,7 @@ export class BackendGuard {
     })()
     const result = await Promise.race([call, timeout])
     clearTimeout(timer)
-    this.#timers.delete(timer!)
+    this.#pending.delete(timer!)
     if (result.ok) this.#succeeded(seq)
     else this.#failed(result.error)
     return result
@@ -71,8 +73,12 @@ export class BackendGuard {
   /** Stops telling outages (the plugin unloads); the alarm is cleared. */
   close (): void {
     this.#closed = true
-    for (const timer of this.#timers) clearTimeout(timer)
-    this.#timers.clear()
+    // a call its server never answers (its connection closed under it) would otherwise wait for ever
+    for (const [timer, settle] of this.#pending) {
+      clearTimeout(timer)
+      settle({ ok: false, error: new Error(`${this.#options.plugin} is unloaded`) })
+    }
+    this.#pending.clear()
     if (this.#outageSince !== undefined) this.#options.alarms.clear(this.alarmId)
     this.#outageSince = undefined
   }

@@ -88,3 +88,13 @@ t.test('close clears the alarm and stops telling', async (t) => {
   t.equal(raised.size, 0)
   t.equal(levels(logs, 40), 1)
 })
+
+t.test('close settles the calls still waiting (a connection closed under a query may never answer), and later calls answer at once', async (t) => {
+  const { guard } = setup(3_600_000)
+  const waiting = guard.run(async () => await new Promise<never>(() => {}))
+  guard.close()
+  t.match(await waiting, { ok: false, error: { message: 'broker_auth_x is unloaded' } })
+  let ran = false
+  t.match(await guard.run(async () => { ran = true }), { ok: false, error: { message: 'broker_auth_x is unloaded' } })
+  t.equal(ran, false, 'the operation is not started')
+})
