@@ -53,8 +53,8 @@ export function brokerActions (context: OperationContext): BrokerActions {
       const client = context.onlineClient(clientId)
       if (client === undefined) return false
       noteDisconnectReason(client, 'kicked')
-      const protocol = connInfo(client.conn)?.protocol
-      if (protocol !== undefined) tracking.noteKicked(protocol)
+      const listener = connInfo(client.conn)?.listener
+      if (listener !== undefined) tracking.noteKicked(listener)
       client.disconnect({ reasonCode: MQTT5_ADMINISTRATIVE_ACTION })
       return true
     }

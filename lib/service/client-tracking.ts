@@ -37,12 +37,13 @@ export class ClientTracking {
     return this.#offlineExpiry.get(clientId)
   }
 
-  kicked (protocol: string): number {
-    return this.#kicked.get(protocol) ?? 0
+  /** Clients kicked off one listener (its id, e.g. `mqtt:tcp:internal`). */
+  kicked (listener: string): number {
+    return this.#kicked.get(listener) ?? 0
   }
 
-  noteKicked (protocol: string): void {
-    this.#kicked.set(protocol, this.kicked(protocol) + 1)
+  noteKicked (listener: string): void {
+    this.#kicked.set(listener, this.kicked(listener) + 1)
   }
 
   /** Seconds the session outlives its connection: 0 for a clean one, a v5 client's own interval, else the zone's. */

@@ -58,7 +58,7 @@ export function nodeStatus (context: OperationContext): NodeStatus {
     listeners: () => {
       const mqtt = parts.listeners().map((l): ListenerRecord => {
         const closed = l.gate.counters.closed
-        const kicked = tracking.kicked(l.protocol)
+        const kicked = tracking.kicked(l.id)
         return {
           protocol: l.protocol,
           listen_on: `${l.address.host}:${l.address.port}`,

@@ -2,7 +2,6 @@
 // 405 Method Not Allowed and an `Allow` header naming the methods that are
 // (RFC 9110 §15.5.6), instead of hapi's 404.
 import type Hapi from '@hapi/hapi'
-import { PLUGIN_ROUTES_PATH } from './plugin-routes.js'
 
 const METHODS = Object.freeze(['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const)
 
@@ -17,8 +16,8 @@ export function allowedMethods (server: Hapi.Server, path: string): string[] {
 function served (server: Hapi.Server, method: typeof METHODS[number], path: string): boolean {
   try {
     const route = server.match(method, path)
-    // the catch-all of the plugins' routes answers 404 itself for a path no plugin serves
-    return route !== null && route.path !== PLUGIN_ROUTES_PATH
+    // the catch-all of the plugins' routes (plugin-routes.ts) does not count: it answers for the paths plugins serve
+    return route !== null && (route.settings.app as { catchAll?: boolean } | undefined)?.catchAll !== true
   } catch {
     // a path the router cannot decode (a stray `%`, found by the fuzzer) is served for no method
     return false

@@ -8,9 +8,10 @@ import type Hapi from '@hapi/hapi'
 import { RouteError, type PluginRouteMatch } from '../../lib/plugin-kit/admin.js'
 import { ApiError, CODE } from './errors.js'
 import { allows, forbidden, type Role } from './roles.js'
+import { allowedMethods } from './method-not-allowed.js'
 
-/** The catch-all's hapi path; method-not-allowed.ts does not count it as serving a path. */
-export const PLUGIN_ROUTES_PATH = '/api/v3/{pluginPath*}'
+/** The catch-all's hapi path; marked `app.catchAll`, so method-not-allowed.ts does not count it as serving a path. */
+const PLUGIN_ROUTES_PATH = '/api/v3/{pluginPath*}'
 
 const METHODS = Object.freeze(['GET', 'POST', 'PUT', 'DELETE'] as const)
 
@@ -23,7 +24,7 @@ export function pluginRoutes (table: PluginRouteTable, strategies: string[], ans
   const handler: Hapi.Lifecycle.Method = async (request, h) => {
       const path = `/${(request.params as { pluginPath?: string }).pluginPath ?? ''}`
       const found = table.match(request.method.toUpperCase(), path)
-      if (found === undefined) return refuse(h, notServed(table, path))
+      if (found === undefined) return refuse(h, notServed(table, path, allowedMethods(request.server, request.path)))
       if (!request.auth.isAuthenticated) return refuse(h, new ApiError(401, { message: 'unauthorized' }, CODE.wrongCredentials))
       const role = (request.auth.credentials as { role?: Role }).role ?? 'viewer'
       const needed: Role = (found.route.access ?? (found.route.method === 'GET' ? 'read' : 'write')) === 'read' ? 'viewer' : 'administrator'
@@ -38,14 +39,14 @@ export function pluginRoutes (table: PluginRouteTable, strategies: string[], ans
   }
   const auth = { mode: 'try' as const, strategies }
   return [
-    { method: ['GET', 'DELETE'], path: PLUGIN_ROUTES_PATH, options: { auth }, handler },
-    { method: ['POST', 'PUT'], path: PLUGIN_ROUTES_PATH, options: { auth, payload: { parse: true, allow: 'application/json', failAction: 'error' } }, handler }
+    { method: ['GET', 'DELETE'], path: PLUGIN_ROUTES_PATH, options: { auth, app: { catchAll: true } }, handler },
+    { method: ['POST', 'PUT'], path: PLUGIN_ROUTES_PATH, options: { auth, app: { catchAll: true }, payload: { parse: true, allow: 'application/json', failAction: 'error' } }, handler }
   ]
 }
 
-/** 405 with the methods a plugin serves the path for, else 404. */
-function notServed (table: PluginRouteTable, path: string): ApiError {
-  const allow = METHODS.filter((method) => table.match(method, path) !== undefined)
+/** 405 with the methods the path is served for (by the API's own routes, `builtIn`, or a plugin's), else 404. */
+function notServed (table: PluginRouteTable, path: string, builtIn: string[]): ApiError {
+  const allow = [...builtIn, ...METHODS.filter((method) => table.match(method, path) !== undefined && !builtIn.includes(method))]
   if (allow.length === 0) return new ApiError(404, { message: 'not found' })
   return Object.assign(new ApiError(405, { message: 'method not allowed' }), { allow })
 }
