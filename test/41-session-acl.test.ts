@@ -330,7 +330,9 @@ t.test('after a restart: the owner check holds, withdrawn rights drop restored f
   await pub2.publishAsync('alice/r', 'hers', { qos: 1 })
   const aliceAgain = await resume(t, port, { clientId: 'alice-phone', username: 'alice', clean: false })
   await aliceAgain.seen('alice/r')
-  t.same(aliceAgain.topics, ['alice/r'], 'after kill -9 alice\'s session still has alice/# and not team/#')
+  // QoS 1 is at least once: alice/q, acknowledged just before the kill -9, may come again if the store had
+  // not yet dropped it; what must hold is that team/y (no longer allowed) never comes and alice/r does
+  t.same(aliceAgain.topics.filter((topic) => topic !== 'alice/q'), ['alice/r'], 'after kill -9 alice\'s session still has alice/# and not team/#')
   node.child.kill('SIGKILL')
   await node.exited
 })
