@@ -114,7 +114,15 @@ function nodeQueries (deps: ContextDeps, releases: Releases): NodeQueries {
   const queries = queriesOf(deps.service)
   return Object.assign(queries, {
     watch: (key: string, onChange: (value: unknown) => void) => {
-      const listener = (changed: string): void => { if (changed === key) onChange(queries.setting(key as never)) }
+      // a watcher's failure (or a secret key, which setting() refuses) must not fail the change itself
+      const listener = (changed: string): void => {
+        if (changed !== key) return
+        try {
+          onChange(queries.setting(key as never))
+        } catch (err) {
+          deps.logger.error({ err, key }, 'a plugin setting watcher failed')
+        }
+      }
       deps.config.on('change', listener)
       releases.push(`watch ${key}`, () => { deps.config.off('change', listener) })
     }
