@@ -27,11 +27,11 @@ import { HookRegistry } from './hooks/registry.js'
 import { createListeners, type Listener } from './listeners/index.js'
 import { followLevel, type Logger } from './log.js'
 import { once, StartStopStack } from './lifecycle.js'
-import type { PublishRequest } from './plugin-kit/contract.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
 import { refusedPacketLog } from './refused-packets.js'
 import { createNodeOperations, type NodeOperations } from './service/operations.js'
+import { publishAsNode } from './service/broker-actions.js'
 import { Drain } from './service/drain.js'
 import { NodeLifecycle } from './node-state.js'
 import { Observability } from './sys/observability.js'
@@ -234,7 +234,7 @@ export class BrokerNode {
         logger,
         config,
         service,
-        publish: async (message) => await publish(engine, message),
+        publish: async (message) => await publishAsNode(engine, message),
         store: (plugin) => pluginStore(backend.stores, plugin),
         alarms: observability.alarms
       }), async (host) => await host.stopAll())
@@ -305,12 +305,6 @@ async function stopServing (listeners: Listener[], engine: Aedes): Promise<void>
 async function closeStore (backend: Backend): Promise<void> {
   if (backend.db.status === 'open') await backend.persistence.destroy()
   await backend.close()
-}
-
-async function publish (engine: Aedes, { topic, payload, qos = 0, retain = false }: PublishRequest): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    engine.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
-  })
 }
 
 async function closeEngine (engine: Aedes): Promise<void> {

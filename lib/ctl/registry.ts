@@ -26,10 +26,6 @@ export class CommandRegistry {
     }
   }
 
-  removeOwner (owner: string): void {
-    for (const [name, entry] of this.#commands) if (entry.owner === owner) this.#commands.delete(name)
-  }
-
   list (): CtlCommand[] {
     return [...this.#commands.values()].map(({ command }) => command).sort((a, b) => a.name.localeCompare(b.name))
   }

@@ -26,14 +26,6 @@ export class HookRegistry {
     }
   }
 
-  /** Removes every handler `owner` added. */
-  removeOwner (owner: string): void {
-    for (const [hook, list] of this.#entries) {
-      this.#entries.set(hook, list.filter((e) => e.owner !== owner))
-      this.#order(hook)
-    }
-  }
-
   /** Re-sorts every hook after the chain order changed. */
   reorder (ownerRank?: (owner: string) => number): void {
     if (ownerRank) this.ownerRank = ownerRank

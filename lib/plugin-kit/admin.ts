@@ -5,7 +5,7 @@
 // `ctx.capability('administration').node`.
 export * from './index.js'
 export type * from '../service/facts.js'
-export type { NodeOperations, NodeOperations as NodeView, Administration as AdministrationOperations } from '../service/operations.js'
+export type { NodeOperations } from '../service/operations.js'
 export { ServiceError, isServiceError, type ServiceErrorKind } from '../service/service-error.js'
 export { onHolder, singleNodeCluster, type ListMethod, type NodeAnswer, type NodeOutcome, type RemoteMethod } from '../cluster/cluster.js'
 export { datetime, megabytes, type BrokerInfo, type NodeStats } from '../sys/node-info.js'

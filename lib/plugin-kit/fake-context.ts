@@ -7,6 +7,7 @@ import { INSTALL_ROOT } from '../root.js'
 import type { ClientInfo } from '../hooks/types.js'
 import type { CtlCommand } from '../ctl/command.js'
 import { Releases } from '../plugins/releases.js'
+import { pluginTimers } from '../plugins/context.js'
 import type { HookHandlers, HookName } from '../hooks/types.js'
 import type { BrokerActions, NodeQueries, PluginAlarm, PluginContext, PluginRoute, PluginStore, PublishRequest } from './contract.js'
 
@@ -99,18 +100,7 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
       },
       clear: (id) => raised.delete(id)
     },
-    timers: {
-      setTimeout: (run, ms) => {
-        const timer = setTimeout(run, ms)
-        releases.push('timeout', () => { clearTimeout(timer) })
-        return { cancel: () => { clearTimeout(timer) } }
-      },
-      setInterval: (run, ms) => {
-        const timer = setInterval(run, ms)
-        releases.push('interval', () => { clearInterval(timer) })
-        return { cancel: () => { clearInterval(timer) } }
-      }
-    },
+    timers: pluginTimers(releases),
     servers: { add: () => notInUnitTest('servers.add') },
     sockets: { add: () => notInUnitTest('sockets.add') },
     onSettingChange: () => {},

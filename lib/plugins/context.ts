@@ -87,7 +87,7 @@ export class PluginLoad<C> {
         }
       },
       alarms: alarms(deps, releases),
-      timers: timers(releases),
+      timers: pluginTimers(releases),
       servers: { add: (server) => trackServer(releases, server) },
       sockets: { add: (socket) => track(releases, 'socket', socket, destroySocket) },
       onSettingChange: (key, run) => {
@@ -154,7 +154,7 @@ function alarms (deps: ContextDeps, releases: Releases): PluginContext<unknown>[
 }
 
 /** Timers cleared at unload; a timeout that fired is forgotten. */
-function timers (releases: Releases): PluginContext<unknown>['timers'] {
+export function pluginTimers (releases: Releases): PluginContext<unknown>['timers'] {
   const live = new Set<NodeJS.Timeout>()
   releases.push('timers', () => {
     for (const timer of live) clearTimeout(timer)

@@ -1,5 +1,6 @@
 // What may be done to the broker's traffic on someone's behalf: publish as
 // the node, subscribe or unsubscribe a connected client, end a connection.
+import type { Aedes } from 'aedes'
 import { engineSubscribe, engineUnsubscribe } from '../engine/internals.js'
 import { noteDisconnectReason } from '../hooks/engine-events.js'
 import { connInfo } from '../listeners/conn-info.js'
@@ -8,7 +9,14 @@ import { ServiceError } from './service-error.js'
 import { validTopicFilter, validTopicName } from './topic-validation.js'
 
 /** What a caller publishes as the node (SPEC §4.3); `clientId` names the publisher (default `http`). */
-export interface ApiPublishRequest { topic: string, payload?: string, qos?: 0 | 1 | 2, retain?: boolean, clientId?: string }
+export interface ApiPublishRequest { topic: string, payload?: string | Buffer, qos?: 0 | 1 | 2, retain?: boolean, clientId?: string }
+
+/** Publishes as the node: no client, no ACL check; resolves once the engine has taken it. */
+export async function publishAsNode (engine: Aedes, { topic, payload = '', qos = 0, retain = false }: ApiPublishRequest): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    engine.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
+  })
+}
 
 export interface BrokerActions {
   /** Publishes as the node (no ACL check: the caller is trusted); `bad_topic` for a topic that is not a name. */
@@ -35,11 +43,9 @@ export function brokerActions (context: OperationContext): BrokerActions {
   }
 
   return {
-    publish: async ({ topic, payload = '', qos = 0, retain = false }) => {
-      if (!validTopicName(topic)) throw new ServiceError('bad_topic', `bad topic name ${JSON.stringify(topic)}`)
-      await new Promise<void>((resolve, reject) => {
-        parts.engine.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
-      })
+    publish: async (request) => {
+      if (!validTopicName(request.topic)) throw new ServiceError('bad_topic', `bad topic name ${JSON.stringify(request.topic)}`)
+      await publishAsNode(parts.engine, request)
     },
     subscribe: async (clientId, topic, qos) => {
       filterOf(topic)

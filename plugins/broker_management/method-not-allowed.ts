@@ -2,14 +2,16 @@
 // 405 Method Not Allowed and an `Allow` header naming the methods that are
 // (RFC 9110 §15.5.6), instead of hapi's 404.
 import type Hapi from '@hapi/hapi'
+import { PLUGIN_BASE, type PluginRouteTable } from './plugin-routes.js'
 
 const METHODS = Object.freeze(['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const)
 
-/** The methods `server` answers at `path` (HEAD with GET, as hapi serves it); empty when none. */
-export function allowedMethods (server: Hapi.Server, path: string): string[] {
+/** The methods `server` (or a plugin's route, in `plugins`) answers at `path` (HEAD with GET, as hapi serves it); empty when none. */
+export function allowedMethods (server: Hapi.Server, path: string, plugins?: PluginRouteTable): string[] {
   // the router strips a trailing slash; match does not
   const routed = path.length > 1 ? path.replace(/\/$/, '') : path
-  const allowed: string[] = METHODS.filter((method) => served(server, method, routed))
+  const pluginPath = plugins !== undefined && routed.startsWith(PLUGIN_BASE + '/') ? routed.slice(PLUGIN_BASE.length) : undefined
+  const allowed: string[] = METHODS.filter((method) => served(server, method, routed) || (pluginPath !== undefined && plugins?.match(method, pluginPath) !== undefined))
   return allowed.includes('GET') ? ['GET', 'HEAD', ...allowed.filter((m) => m !== 'GET')] : allowed
 }
 

@@ -6,7 +6,7 @@
 // gets `_page`/`_limit` and its handler's list is paged for it.
 import Joi from 'joi'
 import type { PluginRouteTable } from './plugin-routes.js'
-import { isServiceError, onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type NodeView, type RemoteMethod } from '../../lib/plugin-kit/admin.js'
+import { isServiceError, onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type NodeOperations, type RemoteMethod } from '../../lib/plugin-kit/admin.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
 import { openapi } from './openapi.js'
@@ -21,7 +21,7 @@ import type { Users } from './users.js'
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
 
 export interface ApiContext {
-  node: NodeView
+  node: NodeOperations
   /** the routes other plugins add, served under /api/v3 (plugin-routes.ts) */
   pluginRoutes: PluginRouteTable
   apps: Apps
@@ -95,7 +95,7 @@ type Remote = RemoteMethod
 type Answer = Array<{ node: string, value: unknown }>
 
 /** Every live node's answer, in node order. */
-async function everyNode (node: NodeView, method: Remote, ...args: unknown[]): Promise<Answer> {
+async function everyNode (node: NodeOperations, method: Remote, ...args: unknown[]): Promise<Answer> {
   const answers = await service(async () => await (node.cluster.all as (m: Remote, ...a: unknown[]) => Promise<Answer>)(method, ...args))
   return answers.map((a) => ({ node: a.node, value: present(method, a.value) }))
 }
@@ -112,7 +112,7 @@ export function isNodeError (value: unknown): value is NodeError {
 }
 
 /** Every live node's answer, in node order; a node that did not answer is a NodeError. */
-export async function everyListing (node: NodeView, method: Remote, ...args: unknown[]): Promise<Array<NodeAnswer<unknown> | NodeError>> {
+export async function everyListing (node: NodeOperations, method: Remote, ...args: unknown[]): Promise<Array<NodeAnswer<unknown> | NodeError>> {
   const outcomes = await service(async () => await (node.cluster.each as (m: Remote, ...a: unknown[]) => Promise<Array<NodeOutcome<unknown>>>)(method, ...args))
   return outcomes.map((o) => {
     if (o.ok) return { node: o.node, value: present(method, o.value) }
@@ -122,29 +122,29 @@ export async function everyListing (node: NodeView, method: Remote, ...args: unk
 }
 
 /** Every live node's answer as `{node, <field>: answer}` (EMQ X's cluster-wide form of plugins, listeners, configs …). */
-async function byNode (node: NodeView, method: Remote, field: string): Promise<Array<Record<string, unknown>>> {
+async function byNode (node: NodeOperations, method: Remote, field: string): Promise<Array<Record<string, unknown>>> {
   return (await everyListing(node, method)).map((a) => isNodeError(a) ? { ...a } : { node: a.node, [field]: a.value })
 }
 
 /** Every live node's answer object with its `node` (brokers, nodes, stats). */
-async function objectsByNode (node: NodeView, method: Remote, ...args: unknown[]): Promise<Array<Record<string, unknown>>> {
+async function objectsByNode (node: NodeOperations, method: Remote, ...args: unknown[]): Promise<Array<Record<string, unknown>>> {
   return (await everyListing(node, method, ...args)).map((a) => isNodeError(a) ? { ...a } : { node: a.node, ...(a.value as object) })
 }
 
 /** The rows of every node, as one list; a node that did not answer adds its NodeError at the end. */
-async function rows (node: NodeView, method: ListMethod, ...args: string[]): Promise<unknown[]> {
+async function rows (node: NodeOperations, method: ListMethod, ...args: string[]): Promise<unknown[]> {
   const answers = await everyListing(node, method, ...args)
   return [...answers.flatMap((a) => isNodeError(a) ? [] : a.value as unknown[]), ...answers.filter(isNodeError)]
 }
 
 /** The answer of the node named in the path. */
-export async function onNode (node: NodeView, name: string, method: Remote, ...args: unknown[]): Promise<unknown> {
+export async function onNode (node: NodeOperations, name: string, method: Remote, ...args: unknown[]): Promise<unknown> {
   return present(method, await service(async () => await (node.cluster.on as (n: string, m: Remote, ...a: unknown[]) => Promise<unknown>)(name, method, ...args)))
 }
 
 /** An operation only the node holding the client can do: true when one did. */
-async function holder (node: NodeView, method: 'kick' | 'cleanAclCache' | 'subscribe' | 'unsubscribe', ...args: unknown[]): Promise<boolean> {
-  return await service(async () => await (onHolder as (c: NodeView['cluster'], m: string, ...a: unknown[]) => Promise<boolean>)(node.cluster, method, ...args))
+async function holder (node: NodeOperations, method: 'kick' | 'cleanAclCache' | 'subscribe' | 'unsubscribe', ...args: unknown[]): Promise<boolean> {
+  return await service(async () => await (onHolder as (c: NodeOperations['cluster'], m: string, ...a: unknown[]) => Promise<boolean>)(node.cluster, method, ...args))
 }
 
 const notOnline = (): ApiError => new ApiError(404, { code: CODE.notOnline, message: 'client not online' })
@@ -466,7 +466,7 @@ export const routes: readonly Route[] = Object.freeze([
       })
     },
     handler: async ({ payload }, { node }) => {
-      const request = payload as Parameters<NodeView['ban']>[0]
+      const request = payload as Parameters<NodeOperations['ban']>[0]
       // one `until` for every node, then each node records the entry it enforces
       const until = request.until ?? Math.floor(Date.now() / 1000) + 300
       return (await everyNode(node, 'ban', { ...request, until }))[0].value
@@ -476,7 +476,7 @@ export const routes: readonly Route[] = Object.freeze([
     method: 'DELETE', path: '/banned/:who', name: 'delete_banned', role: 'administrator', descr: 'Delete a banned entry',
     validate: { query: Joi.object({ as: bannedKind.required() }) },
     handler: async ({ params, query }, { node }) => {
-      const removed = await everyNode(node, 'unban', query.as as Parameters<NodeView['unban']>[0], params.who)
+      const removed = await everyNode(node, 'unban', query.as as Parameters<NodeOperations['unban']>[0], params.who)
       if (!removed.some((a) => a.value === true)) throw notFound(`no banned entry ${String(query.as)} ${params.who}`)
       return OK
     }

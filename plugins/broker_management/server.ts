@@ -9,7 +9,7 @@ import type { Boom } from '@hapi/boom'
 import Joi from 'joi'
 import type { Logger } from '../../lib/plugin-kit/admin.js'
 import { APIS, v3, type Api, type ServerContext } from './apis.js'
-import { pluginRoutes } from './plugin-routes.js'
+import { pluginRoutes, type PluginRouteTable } from './plugin-routes.js'
 import { ApiError, CODE } from './errors.js'
 import { allows, forbidden, type Caller, type Role } from './roles.js'
 import { TooManyLogins } from './login-limit.js'
@@ -49,13 +49,13 @@ function refuse (h: Hapi.ResponseToolkit, api: Api, err: ApiError): Hapi.Respons
 }
 
 /** hapi's own refusals (no route, body not JSON, bad auth header) as this API's refusals. */
-function refusalOf (boom: Boom, request: Hapi.Request, open: Set<string>): ApiError {
+function refusalOf (boom: Boom, request: Hapi.Request, open: Set<string>, plugins: PluginRouteTable): ApiError {
   const status = boom.output.statusCode
   if (status === 401 || (status === 400 && !request.auth.isAuthenticated && !open.has(request.route.path))) {
     return new ApiError(401, { message: 'unauthorized' }, CODE.wrongCredentials)
   }
   if (status === 404) {
-    const allow = allowedMethods(request.server, request.path)
+    const allow = allowedMethods(request.server, request.path, plugins)
     if (allow.length > 0) return Object.assign(new ApiError(405, { message: 'method not allowed' }), { allow })
     return new ApiError(404, { message: 'not found' })
   }
@@ -112,7 +112,7 @@ export async function createServer (listen: { host: string, port: number }, cont
     if (!('isBoom' in response) || response.isBoom !== true) return h.continue
     const boom = response as Boom
     if (boom.output.statusCode >= 500) logger.error({ err: boom, path: request.path }, 'management API failure')
-    return refuse(h, apiOf(request.path), refusalOf(boom, request, open))
+    return refuse(h, apiOf(request.path), refusalOf(boom, request, open, context.pluginRoutes))
   })
   return server
 }

@@ -6,13 +6,13 @@
 // `/status/ready` is the readiness form: in cluster mode it also needs the
 // link to the other nodes (the node's `health({ readiness })`).
 import type Hapi from '@hapi/hapi'
-import type { NodeView } from '../../lib/plugin-kit/admin.js'
+import type { NodeOperations } from '../../lib/plugin-kit/admin.js'
 
 function capitalized (word: string): string {
   return word.charAt(0).toUpperCase() + word.slice(1)
 }
 
-function answer (node: NodeView, readiness: boolean, h: Hapi.ResponseToolkit): Hapi.ResponseObject {
+function answer (node: NodeOperations, readiness: boolean, h: Hapi.ResponseToolkit): Hapi.ResponseObject {
   const health = node.health({ readiness })
   const body = {
     node: node.name,
@@ -23,7 +23,7 @@ function answer (node: NodeView, readiness: boolean, h: Hapi.ResponseToolkit): H
   return h.response(JSON.stringify(body)).type('application/json').header('cache-control', 'no-store').code(health.reasons.length === 0 ? 200 : 503)
 }
 
-export function statusRoutes (node: NodeView): Hapi.ServerRoute[] {
+export function statusRoutes (node: NodeOperations): Hapi.ServerRoute[] {
   return [
     { method: 'GET', path: '/status', options: { auth: false }, handler: (_request, h) => answer(node, false, h) },
     { method: 'GET', path: '/status/ready', options: { auth: false }, handler: (_request, h) => answer(node, true, h) }

@@ -3,6 +3,7 @@
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
+import { freePort } from '../../../lib/plugin-kit/testing.js'
 
 export interface Seen {
   method: string
@@ -95,13 +96,7 @@ export async function startAuthServer (): Promise<AuthServer> {
 }
 
 /** A port on 127.0.0.1 where nothing listens (connection refused). */
-export async function deadPort (): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
+export const deadPort = freePort
 
 /** Resolves when `check` holds, polling every 10ms; rejects after `ms`. */
 export async function until (check: () => boolean, ms: number, what: string): Promise<void> {
