@@ -74,9 +74,6 @@ export const schema = {
   'retainer.max_retained_messages': integer(0, 0, Number.MAX_SAFE_INTEGER, 'broker_retainer'),
 
   // --- observability (issue 5) ---
-  'module.presence': flag(true),
-  'module.presence.qos': integer(1, 0, 2),
-  'module.presence.format': choice(['full', 'short'] as const, 'full'),
   'os_mon.cpu_check_interval': duration('60s'),
   'os_mon.cpu_high_watermark': percent('80%'),
   'os_mon.cpu_low_watermark': percent('60%'),
@@ -116,6 +113,12 @@ export function canonicalKey (key: string): string {
 
 export function isSettingKey (key: string): key is SettingKey {
   return Object.hasOwn(schema, key)
+}
+
+/** Keys that moved to a plugin's settings file: a line of etc/broker.conf that still holds one says where it went. */
+export function movedSetting (key: string): string | undefined {
+  if (key.startsWith('module.')) return 'moved to etc/plugins/broker_modules.conf (plugin broker_modules)'
+  return undefined
 }
 
 /** The setting a key names: a schema key, or a key of a listener of any name; undefined for an unknown key. */

@@ -53,7 +53,7 @@ export interface PluginHostOptions {
 const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
 
 /** Loaded at boot when data/loaded_plugins does not exist yet. */
-export const DEFAULT_PLUGINS = ['broker_management'] as const
+export const DEFAULT_PLUGINS = ['broker_management', 'broker_modules'] as const
 
 export class PluginHost {
   readonly #modules = new Map<string, string>()

@@ -1,7 +1,7 @@
 // What may be done to the broker's traffic on someone's behalf: publish as
 // the node, subscribe or unsubscribe a connected client, end a connection.
 import type { Aedes } from 'aedes'
-import { engineSubscribe, engineUnsubscribe } from '../engine/internals.js'
+import { engineSubscribe, engineUnsubscribe, type SubscriptionOptions } from '../engine/internals.js'
 import { noteDisconnectReason } from '../hooks/engine-events.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { OperationContext } from './context.js'
@@ -21,8 +21,11 @@ export async function publishAsNode (engine: Aedes, { topic, payload = '', qos =
 export interface BrokerActions {
   /** Publishes as the node (no ACL check: the caller is trusted); `bad_topic` for a topic that is not a name. */
   publish: (request: ApiPublishRequest) => Promise<void>
-  /** Subscribes a connected client, as if it had sent SUBSCRIBE (ACL checked, retained messages sent); `not_online` when it is not connected here. */
-  subscribe: (clientId: string, topic: string, qos: 0 | 1 | 2) => Promise<void>
+  /**
+   * Subscribes a connected client, as if it had sent SUBSCRIBE (ACL checked, retained messages sent); `not_online`
+   * when it is not connected here. `options`: MQTT 5 No Local, Retain As Publish, Retain Handling.
+   */
+  subscribe: (clientId: string, topic: string, qos: 0 | 1 | 2, options?: SubscriptionOptions) => Promise<void>
   unsubscribe: (clientId: string, topic: string) => Promise<void>
   /** Ends a connection (MQTT 5: DISCONNECT 0x98 administrative action); false when it is not connected here. */
   kick: (clientId: string) => boolean
@@ -47,9 +50,9 @@ export function brokerActions (context: OperationContext): BrokerActions {
       if (!validTopicName(request.topic)) throw new ServiceError('bad_topic', `bad topic name ${JSON.stringify(request.topic)}`)
       await publishAsNode(parts.engine, request)
     },
-    subscribe: async (clientId, topic, qos) => {
+    subscribe: async (clientId, topic, qos, options) => {
       filterOf(topic)
-      await engineSubscribe(connected(clientId), topic, qos)
+      await engineSubscribe(connected(clientId), topic, qos, options)
     },
     unsubscribe: async (clientId, topic) => {
       filterOf(topic)

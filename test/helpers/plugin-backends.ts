@@ -68,6 +68,15 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_auth_jwt: async () => ({ settings: { 'auth.jwt.secret': 'leak-test-secret' } }),
   broker_auth_http: ignoringHttpServer,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
+  // every module on; the rule matches the traffic's topics and rewrites them to themselves, so routing is untouched while it runs
+  broker_modules: async () => ({
+    settings: {
+      'module.subscription': 'on',
+      'module.subscription.1.topic': 'modules/%c',
+      'module.rewrite': 'on',
+      'module.rewrite.rule.1': 'traffic/# ^traffic/(.+)$ traffic/$1'
+    }
+  }),
   broker_auth_mysql: async () => await sql('broker_auth_mysql'),
   broker_auth_pgsql: async () => await sql('broker_auth_pgsql'),
   broker_auth_redis: async () => {
