@@ -5,6 +5,7 @@ import { PublishStop } from '../engine/callbacks.js'
 import { engineSubscribe, engineUnsubscribe, type SubscriptionOptions } from '../engine/internals.js'
 import { foldPublish, isStopped } from '../hooks/folds.js'
 import type { HookRegistry } from '../hooks/registry.js'
+import { noteTopicRewrite } from '../hooks/rewritten.js'
 import { noteDisconnectReason } from '../hooks/engine-events.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { OperationContext } from './context.js'
@@ -34,8 +35,10 @@ export async function publishAsNode (engine: Aedes, hooks: HookRegistry, request
     }
     ({ topic, payload, retain } = result)
   }
+  const packet = { cmd: 'publish' as const, topic, payload, qos, retain, dup: false }
+  noteTopicRewrite(packet, request.topic, topic)
   await new Promise<void>((resolve, reject) => {
-    engine.publish({ cmd: 'publish', topic, payload, qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
+    engine.publish(packet, (err?: Error | null) => err ? reject(err) : resolve())
   })
 }
 

@@ -16,6 +16,7 @@ import { clientSocket, engineClients, engineOfflineSessions, onWindowHeld, type 
 import type { Retainer } from '../engine/retainer.js'
 import type { SessionQueues } from '../engine/session-queue.js'
 import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
+import { noteConnectPacket } from '../hooks/connect-info.js'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { Listener } from '../listeners/index.js'
 import type { Logger } from '../log.js'
@@ -88,9 +89,10 @@ export class Observability {
       stats: () => this.statsV3(),
       process: async () => await this.#processFigures()
     })
-    this.metrics.onConnect = (client) => {
+    this.metrics.onConnect = (client, packet) => {
       const socket = clientSocket(client)
       if (socket !== undefined) this.bytes.track(socket)
+      noteConnectPacket(client, packet as { keepalive?: number })
     }
   }
 

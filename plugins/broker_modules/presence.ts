@@ -23,11 +23,11 @@ const MAX_PENDING = 65536
 const protoName = (level: number): string => level === 3 ? 'MQIsdp' : 'MQTT'
 
 export function presence (ctx: PluginContext<ModulesConfig>): void {
-  // what each CONNECT said, until its client is connected or refused
+  // what each CONNECT said, until its client is connected, refused or gone
   const connects = new Map<string, ConnectFacts>()
   // clients whose `connected` notice went out, and those that went before it did
   const announced = new WeakSet<ClientInfo>()
-  const goneEarly = new WeakMap<ClientInfo, string>()
+  const goneEarly = new WeakMap<ClientInfo, { reason: string, facts?: ConnectFacts }>()
   const on = (): boolean => ctx.config['module.presence']
 
   const send = (clientId: string, event: 'connected' | 'disconnected', payload: object): void => {
@@ -50,8 +50,9 @@ export function presence (ctx: PluginContext<ModulesConfig>): void {
     if (result !== 'success') connects.delete(connect.clientId)
   })
   ctx.hooks.add('client.connected', (client) => {
-    const facts = connects.get(client.clientId) ?? { cleanStart: true, protoVer: client.protoVer, keepalive: 0 }
-    connects.delete(client.clientId)
+    const early = goneEarly.get(client)
+    const facts = early?.facts ?? connects.get(client.clientId) ?? { cleanStart: true, protoVer: client.protoVer, keepalive: 0 }
+    if (early === undefined) connects.delete(client.clientId)
     if (!on()) return
     announced.add(client)
     const common = { clientid: client.clientId, username: client.username ?? 'undefined', ipaddress: client.ipAddress }
@@ -59,13 +60,16 @@ export function presence (ctx: PluginContext<ModulesConfig>): void {
       ? { ...common, session: !facts.cleanStart, version: facts.protoVer, connack: 0, ts: Date.now() }
       : { ...common, clean_start: facts.cleanStart, proto_ver: facts.protoVer, proto_name: protoName(facts.protoVer), keepalive: facts.keepalive, connack: 0, ts: Date.now() })
     // a client that closed at once may be ready after its disconnect: the two notices still go in order
-    const reason = goneEarly.get(client)
-    if (reason !== undefined) disconnected(client, reason)
+    if (early !== undefined) disconnected(client, early.reason)
   })
   ctx.hooks.add('client.disconnected', (client, reason) => {
-    if (!on()) return
-    if (announced.has(client)) disconnected(client, reason)
-    else goneEarly.set(client, reason)
+    if (announced.has(client)) {
+      if (on()) disconnected(client, reason)
+      return
+    }
+    // not connected yet (or never announced): keep what its `connected` notice needs, if it comes
+    goneEarly.set(client, { reason, facts: connects.get(client.clientId) })
+    connects.delete(client.clientId)
   })
   ctx.onUnload(() => connects.clear())
 }

@@ -78,7 +78,7 @@ export const schema = Joi.object<ModulesConfig>({
     }
     return config
   })
-  .messages({ 'any.invalid': '{{#why}}' })
+  .messages({ 'any.invalid': '{{#why}}', 'any.custom': '{{#error.message}}' })
 
 /** The `module.subscription.<n>` items, by number. */
 export function subscriptionItems (config: ModulesConfig): SubscriptionItem[] {

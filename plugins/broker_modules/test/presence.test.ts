@@ -115,17 +115,16 @@ t.test('unloaded through the API the notices stop; loaded again they come back',
   })
   t.equal(up.topic, `${PREFIX}gina/connected`)
   t.equal(down.topic, `${PREFIX}gina/disconnected`)
-  const listed = (await harness.http('GET', `/nodes/${node.name}/plugins`)).body as { data: Array<{ name: string, active: boolean, description: string }> }
-  t.match(listed.data.find((p) => p.name === 'broker_modules'), { active: true, description: /presence/ })
+  const listed = (await harness.http('GET', `/nodes/${node.name}/plugins/`)).body as Array<{ name: string, active: boolean, description: string }>
+  t.match(listed.find((p) => p.name === 'broker_modules'), { active: true, description: /presence/ }, 'listed with its description')
 })
 
 t.test('a broken line in the conf file: the load is refused with its file:line, the running plugin untouched by a bad API change', async (t) => {
   const etc = join(harness.dataDir, 'etc', 'broker_modules.conf')
   await writeFile(etc, 'module.rewrite = on\nmodule.rewrite.rule.1 = x/# ^x/(.+$ y/$1\n')
-  const reload = await harness.http('PUT', `/nodes/${node.name}/plugins/broker_modules/reload`)
-  t.not(reload.status, 200)
-  t.match(JSON.stringify(reload.body), `${etc}:2: module.rewrite.rule.1`, 'the file and line')
-  t.match(JSON.stringify(reload.body), 'bad regex')
+  const reload = await node.commands.run(['plugins', 'reload', 'broker_modules']).then(() => 'reloaded', (err: Error) => err.message)
+  t.match(reload, `${etc}:2: module.rewrite.rule.1`, 'broker_ctl plugins reload: the file and line')
+  t.match(reload, 'bad regex')
   t.ok(node.plugins.isActive('broker_modules'), 'a failed reload leaves the running load')
   await writeFile(etc, '')
 
