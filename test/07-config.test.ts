@@ -58,6 +58,7 @@ t.test('a bad line names file, line, key and why', async (t) => {
     ['mqtt.acl_nomatch = maybe', /^b\.conf:2: mqtt\.acl_nomatch: "maybe" is not one of allow \| deny/],
     ['listener.tcp.external = 70000', /^b\.conf:2: listener\.tcp\.external: port 70000 is out of range/],
     ['no.such.key = 1', /^b\.conf:2: no\.such\.key: unknown setting/],
+    ['module.presence = true', /^b\.conf:2: module\.presence: moved to etc\/plugins\/broker_modules\.conf \(plugin broker_modules\)/],
     ['just some words', /^b\.conf:2: expected "key = value"/],
     ['zone.external.max_inflight = -1', /^b\.conf:2: zone\.external\.max_inflight: -1 is out of range/],
     ['node.name = "open', /^b\.conf:2: node\.name: unterminated quoted value/]

@@ -6,15 +6,16 @@
 // break it, so that subscription is skipped and logged (as the ACL does for
 // its placeholders). MQTT 5 clients get the item's No Local, Retain As
 // Publish and Retain Handling; 3.x clients the topic and QoS.
-import { isLevelValue, validTopicFilter, type ClientInfo, type PluginContext } from '../../lib/plugin-kit/index.js'
+import { fillLevelTemplate, validTopicFilter, type ClientInfo, type PluginContext } from '../../lib/plugin-kit/index.js'
 import { subscriptionItems, type ModulesConfig, type SubscriptionItem } from './settings.js'
 
-/** The item's filter for this client, or why there is none. */
+/** The item's filter for this client (the node's own placeholder rule, as for mountpoints), or why there is none. */
 export function fillTemplate (template: string, client: Pick<ClientInfo, 'clientId' | 'username'>): { topic: string } | { skipped: string } {
-  if (template.includes('%c') && !isLevelValue(client.clientId)) return { skipped: 'the client id cannot stand in a topic level (empty, or holds +, # or /)' }
-  if (template.includes('%u') && !isLevelValue(client.username)) return { skipped: 'the user name cannot stand in a topic level (none, empty, or holds +, # or /)' }
-  const topic = template.split('%c').map((part) => part.split('%u').join(client.username ?? '')).join(client.clientId)
-  return validTopicFilter(topic) ? { topic } : { skipped: 'the result is not a topic filter' }
+  const filled = fillLevelTemplate(template, client)
+  if ('unfit' in filled) {
+    return { skipped: filled.unfit === 'clientId' ? 'the client id cannot stand in a topic level (empty, or holds +, # or /)' : 'the user name cannot stand in a topic level (none, empty, or holds +, # or /)' }
+  }
+  return validTopicFilter(filled.value) ? { topic: filled.value } : { skipped: 'the result is not a topic filter' }
 }
 
 export function subscription (ctx: PluginContext<ModulesConfig>): void {
