@@ -7,7 +7,7 @@ export type { AclAccess, AuthenticateAnswer, AuthenticateRequest, CheckAclReques
 export { CtlError, output, usageError, type CtlCommand, type CtlOutput, type UsageLine } from '../ctl/command.js'
 export type { Logger } from '../log.js'
 export type { ListenerRecord } from '../service/operations.js'
-export { parseDuration } from '../config/types.js'
+export { parseBytesize, parseDuration } from '../config/types.js'
 export { compileTopicFilter, isLevelValue, topicMatches } from '../access/acl-match.js'
 export { hashForStorage, verifyStored } from './hash/password-hash.js'
 export { SourceFailures } from '../access/source-failures.js'
