@@ -3,7 +3,7 @@
 // the one before answered. Topics starting with `$` are not given to scripts
 // (EMQ X skips them: `$SYS/…`, `$share/…`, `$delayed/…`). A missing user name
 // (or a message the node publishes itself, with no client) is passed as "".
-import type { ClientInfo, MessageInfo } from '../../lib/plugin-kit/index.js'
+import type { ClientInfo, MessageInfo, PublishAnswer, PublishMessage, SubscribeAnswer, SubscribeFilter } from '../../lib/plugin-kit/index.js'
 import type { LuaArg, LuaValue } from './lua-vm.js'
 import type { HookFunction, Script } from './script.js'
 import type { ScriptSet } from './scripts.js'
@@ -13,12 +13,8 @@ export const DROPPED_PUBLISH = 0x10
 /** SUBACK reason of a filter a script dropped (unspecified error; 0x80 is also MQTT 3.1.1's failure). */
 export const DROPPED_FILTER = 0x80
 
-export interface PublishChange { topic?: string, payload?: Buffer, qos?: 0 | 1 | 2, retain?: boolean }
-export type PublishVerdict = undefined | PublishChange | { stop: number, reason: string }
-export type FilterVerdict = undefined | { topic: string } | { stop: number }
-
-/** What a publish fold is given (the node's message and its publisher, if a client). */
-export interface PublishInput extends MessageInfo { client?: ClientInfo }
+/** What a publish fold is given; `authorize` is not used here. */
+export type PublishInput = Omit<PublishMessage, 'authorize'>
 
 const isSystem = (topic: string): boolean => topic.startsWith('$')
 const who = (client: ClientInfo | undefined, from?: string): [string, string] => [client?.clientId ?? from ?? '', client?.username ?? '']
@@ -62,8 +58,8 @@ function retainOf (value: LuaValue): boolean | undefined {
 const nothing = (values: LuaValue[]): boolean => values.length === 0 || (values.length === 1 && values[0] === null)
 
 export interface LuaHooks {
-  publish: (message: PublishInput) => PublishVerdict
-  subscribe: (client: ClientInfo, filter: { topic: string }) => FilterVerdict
+  publish: (message: PublishInput) => PublishAnswer
+  subscribe: (client: ClientInfo, filter: SubscribeFilter) => SubscribeAnswer
   unsubscribe: (client: ClientInfo, topic: string) => string | undefined
   connected: (client: ClientInfo) => void
   disconnected: (client: ClientInfo, reason: string) => void
@@ -73,7 +69,7 @@ export interface LuaHooks {
   acked: (client: ClientInfo, message: MessageInfo) => void
 }
 
-export function luaHooks (scripts: ScriptSet, onDrop: (script: Script) => void): LuaHooks {
+export function luaHooks (scripts: ScriptSet, onDrop: (script: Script, topic: string) => void): LuaHooks {
   /** Calls `fn` of every script that handles it, for a notification (answers ignored). */
   const notify = (fn: HookFunction, args: readonly LuaArg[]): void => {
     for (const script of scripts.scriptsFor(fn)) script.call(fn, args)
@@ -99,14 +95,15 @@ export function luaHooks (scripts: ScriptSet, onDrop: (script: Script) => void):
       const list = scripts.scriptsFor('on_message_publish')
       if (list.length === 0) return undefined
       const [clientId, username] = who(message.client, message.from)
-      let { topic, payload, qos, retain } = message
+      const qos = message.qos
+      let { topic, payload, retain } = message
       let changed = false
       for (const script of list) {
         if (isSystem(topic)) break
         const values = script.call('on_message_publish', [clientId, username, topic, payload, qos, retain])
         if (values === undefined || nothing(values)) continue
         if (values[0] === false) {
-          onDrop(script)
+          onDrop(script, topic)
           return { stop: DROPPED_PUBLISH, reason: `dropped by lua script ${script.name}` }
         }
         const [t, p, q, r] = values
@@ -115,10 +112,11 @@ export function luaHooks (scripts: ScriptSet, onDrop: (script: Script) => void):
           script.refuse('on_message_publish', 'the answer is not (topic, payload, qos, retain), false or nil')
           continue
         }
-        ({ topic, payload, qos, retain } = { topic: next.topic, payload: next.payload, qos: next.qos, retain: next.retain })
+        // the QoS answered is checked but not applied: the publisher's acknowledgement depends on it
+        ({ topic, payload, retain } = { topic: next.topic, payload: next.payload, retain: next.retain })
         changed = true
       }
-      return changed ? { topic, payload, qos, retain } : undefined
+      return changed ? { topic, payload, retain } : undefined
     },
 
     subscribe (client, filter) {

@@ -25,23 +25,34 @@ export default definePlugin<LuaHookConfig>({
   schema,
 
   async load (ctx) {
-    const envOf = (name: string): ScriptEnv => ({
+    const counters = {
+      dropped: ctx.metrics.counter('lua_hook/messages_dropped', 'messages a lua script dropped (on_message_publish answered false)'),
+      errors: ctx.metrics.counter('lua_hook/errors', 'lua script calls skipped: an error, or an answer the hook cannot use'),
+      timeouts: ctx.metrics.counter('lua_hook/timeouts', 'lua script calls stopped at lua.hook.timeout')
+    }
+    const env = (): ScriptEnv => ({
       timeoutMs: () => ctx.config['lua.hook.timeout'],
       memoryMax: () => ctx.config['lua.hook.max_memory'],
       warn: limitedLog((fields, message) => ctx.logger.warn(fields, message)),
       print: limitedLog((fields, message) => ctx.logger.info(fields, message)),
       later: (run, ms) => ctx.timers.setTimeout(run, ms),
-      onKill: () => ctx.logger.debug({ script: name }, 'lua VM restarting')
+      onFailure: (kind) => counters[kind === 'timeout' ? 'timeouts' : 'errors'].inc()
     })
-    const scripts = new ScriptSet(scriptDir(ctx), envOf)
+    const scripts = new ScriptSet(scriptDir(ctx), env)
     ctx.onUnload(() => scripts.close())
     ctx.onSettingChange('lua.hook.max_memory', (bytes) => scripts.setMemoryMax(bytes))
 
     const dropped = limitedLog((fields, message) => ctx.logger.info(fields, message))
-    const hooks = luaHooks(scripts, (script) => dropped({ script: script.name }, 'message dropped by a lua script'))
+    const hooks = luaHooks(scripts, (script, topic) => {
+      counters.dropped.inc()
+      dropped({ script: script.name, topic }, 'message dropped by a lua script')
+    })
+    ctx.hooks.add('message.publish', hooks.publish)
+    ctx.hooks.add('client.subscribe', hooks.subscribe)
+    ctx.hooks.add('client.unsubscribe', hooks.unsubscribe)
     ctx.hooks.add('client.connected', hooks.connected)
     ctx.hooks.add('client.disconnected', hooks.disconnected)
-    ctx.hooks.add('session.subscribed', (client, topic) => hooks.sessionSubscribed(client, topic))
+    ctx.hooks.add('session.subscribed', (client, topic) => { hooks.sessionSubscribed(client, topic) })
     ctx.hooks.add('session.unsubscribed', hooks.sessionUnsubscribed)
     ctx.hooks.add('message.delivered', hooks.delivered)
     ctx.hooks.add('message.acked', hooks.acked)

@@ -33,8 +33,8 @@ export interface ScriptEnv {
   print: LimitedLog
   /** a timer the owner cancels at unload */
   later: (run: () => void, ms: number) => { cancel: () => void }
-  /** a VM died (timeout or crash) */
-  onKill?: (kind: 'timeout' | 'crash') => void
+  /** a call was skipped: a Lua error or an answer the hook cannot use (`error`), past the timeout, or the VM failed */
+  onFailure?: (kind: 'error' | 'timeout' | 'crash') => void
 }
 
 interface Built { vm: LuaVm, functions: Map<HookFunction, number> }
@@ -76,6 +76,7 @@ export class Script {
       this.kills = 0
       return outcome.values
     }
+    this.env.onFailure?.(outcome.kind)
     if (outcome.kind === 'error') {
       this.stats.errors++
       this.env.warn({ script: this.name, function: fn, error: outcome.message }, 'lua script failed; call skipped')
@@ -90,6 +91,7 @@ export class Script {
   /** An answer the hook cannot use: counted as an error and logged; the call is skipped. */
   refuse (fn: HookFunction, why: string): void {
     this.stats.errors++
+    this.env.onFailure?.('error')
     this.env.warn({ script: this.name, function: fn, error: why }, 'lua script answered what the hook cannot use; call skipped')
   }
 
@@ -107,7 +109,6 @@ export class Script {
     const pauseMs = this.kills === 1 ? 0 : Math.min(1000 * 2 ** (this.kills - 2), MAX_PAUSE_MS)
     this.env.warn({ script: this.name, function: fn, error: message, pauseMs },
       kind === 'timeout' ? 'lua script ran past lua.hook.timeout; call skipped, script restarted' : 'lua script VM failed; call skipped, script restarted')
-    this.env.onKill?.(kind)
     this.pause = this.env.later(() => { this.rebuild() }, pauseMs)
   }
 
