@@ -12,6 +12,7 @@
 // dropped whole (the script is built again from its source by its owner). A
 // WebAssembly trap (e.g. an abort) ends the VM the same way.
 import { buildSandbox } from './sandbox.js'
+import { installPatterns, type PatternHost } from './string-lib.js'
 import { LUA_MASKCOUNT, LUA_MULTRET, LUA_OK, LUA_REGISTRYINDEX, LuaTypes, newLuaInstance, type LuaExports, type LuaInstance } from './wasm.js'
 
 /** VM instructions between two looks at the clock. */
@@ -45,10 +46,11 @@ class Deadline extends Error {}
 
 const TYPE_NAMES: Record<number, string> = { 2: 'userdata', 5: 'table', 6: 'function', 7: 'userdata', 8: 'thread' }
 
-export class LuaVm {
+export class LuaVm implements PatternHost {
   private deadline = Infinity
   private dead = false
   private busy = false
+  readonly exports: LuaExports
   private readonly x: LuaExports
   private readonly L: number
   /** 4 bytes for lua_tolstring's length answer */
@@ -56,13 +58,13 @@ export class LuaVm {
   private readonly scratch: number
 
   private constructor (private readonly instance: LuaInstance, private readonly options: VmOptions) {
-    this.x = instance.exports
+    this.x = this.exports = instance.exports
     this.L = instance.L
     this.lengthOut = this.x._malloc(4)
     this.scratch = this.x._malloc(SCRATCH_BYTES)
     instance.global.setMemoryMax(options.memoryMax)
     const hook = this.x.addFunction(() => {
-      if (performance.now() > this.deadline) throw new Deadline('timeout')
+      this.overdue()
       return undefined
     }, 'vii')
     this.x._lua_sethook(this.L, hook, LUA_MASKCOUNT, HOOK_EVERY)
@@ -73,6 +75,7 @@ export class LuaVm {
     const vm = new LuaVm(await newLuaInstance(), options)
     vm.x._luaL_openlibs(vm.L)
     buildSandbox(vm, options.print)
+    installPatterns(vm)
     return vm
   }
 
@@ -80,10 +83,28 @@ export class LuaVm {
   get memoryUsed (): number { return this.dead ? 0 : this.instance.global.getMemoryUsed() }
   setMemoryMax (bytes: number): void { this.instance.global.setMemoryMax(bytes) }
 
+  /** Throws (the VM dies) when the current call is past its deadline: for work done outside Lua's instructions. */
+  readonly overdue = (): void => {
+    if (performance.now() > this.deadline) throw new Deadline('timeout')
+  }
+
+  /** A global C function written in JS (see PatternHost). */
+  defineRaw (name: string, fn: (L: number) => number): void {
+    const pointer = this.x.addFunction(fn, 'ii')
+    this.x._lua_pushcclosure(this.L, pointer, 0)
+    this.withString(name, (p) => this.x._lua_setglobal(this.L, p))
+  }
+
+  /** Runs sandbox code (no deadline to speak of: it is ours); throws if it fails. */
+  install (source: string): void {
+    const outcome = this.run(Buffer.from(source), 5000)
+    if (!outcome.ok) throw new Error(`the sandbox did not build: ${outcome.message}`)
+  }
+
   /** A JS function callable from Lua as global `name`: it gets the arguments' text, answers nothing. */
   defineGlobal (name: string, fn: (args: string[]) => void): void {
     const x = this.x
-    const pointer = x.addFunction((L: number) => {
+    this.defineRaw(name, (L: number) => {
       const args: string[] = []
       for (let i = 1, n = x._lua_gettop(L); i <= n; i++) {
         // luaL_tolstring may run a __tostring metamethod; its error is a Lua error (a longjmp through here)
@@ -93,9 +114,7 @@ export class LuaVm {
       }
       fn(args)
       return 0
-    }, 'ii')
-    x._lua_pushcclosure(this.L, pointer, 0)
-    this.withString(name, (p) => x._lua_setglobal(this.L, p))
+    })
   }
 
   /**

@@ -28,11 +28,7 @@ collectgarbage = function (option, ...)
 end
 `
 
-/** Time the prelude may take (it runs once, before any script). */
-const PRELUDE_MS = 5000
-
 export function buildSandbox (vm: LuaVm, print: (line: string) => void): void {
-  const outcome = vm.run(Buffer.from(PRELUDE), PRELUDE_MS)
-  if (!outcome.ok) throw new Error(`the sandbox did not build: ${outcome.message}`)
+  vm.install(PRELUDE)
   vm.defineGlobal('print', (args) => print(args.join('\t')))
 }

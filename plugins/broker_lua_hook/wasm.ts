@@ -12,6 +12,7 @@ export interface LuaExports {
   _free: (pointer: number) => void
   addFunction: (fn: (...args: number[]) => number | undefined, signature: string) => number
   _lua_gettop: (L: number) => number
+  _lua_checkstack: (L: number, n: number) => number
   _lua_settop: (L: number, index: number) => void
   _lua_type: (L: number, index: number) => number
   _lua_toboolean: (L: number, index: number) => number
