@@ -4,13 +4,15 @@
 // own Lua 5.4 VM (wasmoon: Lua compiled to WebAssembly), sandboxed, with a
 // memory limit and a time limit per call (lua-vm.ts). README.md has the API.
 import { isAbsolute, resolve } from 'node:path'
-import { definePlugin, type PluginContext } from '../../lib/plugin-kit/index.js'
+import { definePlugin, limitedLog, type LogLimit, type PluginContext } from '../../lib/plugin-kit/index.js'
 import { luahookCommand } from './command.js'
 import { luaHooks } from './hooks.js'
-import { limitedLog } from './log-limit.js'
 import type { ScriptEnv } from './script.js'
 import { ScriptSet } from './scripts.js'
 import { schema, type LuaHookConfig } from './settings.js'
+
+/** Per script and kind (failures, print), and for drops: at most 10 records in 10 s. */
+const LOG_LIMIT: LogLimit = Object.freeze({ perWindow: 10, windowMs: 10_000 })
 
 /** The folder scripts are read from: `script` under the node's data folder. */
 export function scriptDir (ctx: PluginContext<LuaHookConfig>): string {
@@ -33,8 +35,8 @@ export default definePlugin<LuaHookConfig>({
     const env = (): ScriptEnv => ({
       timeoutMs: () => ctx.config['lua.hook.timeout'],
       memoryMax: () => ctx.config['lua.hook.max_memory'],
-      warn: limitedLog((fields, message) => ctx.logger.warn(fields, message)),
-      print: limitedLog((fields, message) => ctx.logger.info(fields, message)),
+      warn: limitedLog((fields, message) => ctx.logger.warn(fields, message), LOG_LIMIT),
+      print: limitedLog((fields, message) => ctx.logger.info(fields, message), LOG_LIMIT),
       later: (run, ms) => ctx.timers.setTimeout(run, ms),
       onFailure: (kind) => counters[kind === 'timeout' ? 'timeouts' : 'errors'].inc()
     })
@@ -42,7 +44,7 @@ export default definePlugin<LuaHookConfig>({
     ctx.onUnload(() => scripts.close())
     ctx.onSettingChange('lua.hook.max_memory', (bytes) => scripts.setMemoryMax(bytes))
 
-    const dropped = limitedLog((fields, message) => ctx.logger.info(fields, message))
+    const dropped = limitedLog((fields, message) => ctx.logger.info(fields, message), LOG_LIMIT)
     const hooks = luaHooks(scripts, (script, topic) => {
       counters.dropped.inc()
       dropped({ script: script.name, topic }, 'message dropped by a lua script')

@@ -5,8 +5,8 @@
 // from the same source: at once after the first time, then after 1 s, 2 s, 4 s
 // … (at most a minute) while its calls keep timing out, so a script that loops
 // on every message does not cost every message the full timeout.
+import type { LimitedLog } from '../../lib/plugin-kit/index.js'
 import { LuaVm, type LuaArg, type LuaValue } from './lua-vm.js'
-import type { LimitedLog } from './log-limit.js'
 
 /** The hook functions of EMQ X's lua_hook, as a script names them in register_hook(). */
 export const HOOK_FUNCTIONS = Object.freeze([
