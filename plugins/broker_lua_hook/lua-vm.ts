@@ -123,9 +123,7 @@ export class LuaVm implements PatternHost {
    */
   run (source: Buffer, timeoutMs: number): CallOutcome {
     return this.guarded(timeoutMs, () => {
-      const status = this.withBytes(source, (p, n) => this.withString(this.options.chunkName, (name) =>
-        this.withString('t', (mode) => this.x._luaL_loadbufferx(this.L, p, n, name, mode))))
-      if (status !== LUA_OK) return { ok: false, kind: 'error', message: this.errorText() }
+      if (this.loadChunk(source, this.options.chunkName) !== LUA_OK) return { ok: false, kind: 'error', message: this.errorText() }
       return this.pcall(0)
     })
   }
@@ -135,18 +133,7 @@ export class LuaVm implements PatternHost {
    * the registry: its reference for `call`. Undefined when it is not a function.
    */
   reference (source: string, timeoutMs: number): number | undefined {
-    let ref: number | undefined
-    const outcome = this.guarded(timeoutMs, () => {
-      const loaded = this.withBytes(Buffer.from(source), (p, n) => this.withString('=sandbox', (name) =>
-        this.withString('t', (mode) => this.x._luaL_loadbufferx(this.L, p, n, name, mode))))
-      if (loaded !== LUA_OK) return { ok: false, kind: 'error', message: this.errorText() }
-      const status = this.x._lua_pcallk(this.L, 0, 1, 0, 0, 0)
-      if (status !== LUA_OK) return { ok: false, kind: 'error', message: this.errorText() }
-      if (this.x._lua_type(this.L, -1) === LuaTypes.function) ref = this.x._luaL_ref(this.L, LUA_REGISTRYINDEX)
-      return { ok: true, values: [] }
-    })
-    if (!outcome.ok) throw new Error(outcome.message)
-    return ref
+    return this.keep(timeoutMs, () => this.loadChunk(Buffer.from(source), '=sandbox') === LUA_OK ? 0 : undefined)
   }
 
   /** Calls the function kept at `ref` with `args`, under the deadline. */
@@ -158,19 +145,13 @@ export class LuaVm implements PatternHost {
     })
   }
 
-  /** A global's function kept in the registry (rawget: no metamethod runs), undefined when it is not one. */
+  /** A global's function kept in the registry (through `getter`, a rawget: no metamethod runs), undefined when it is not one. */
   functionRef (getter: number, name: string, timeoutMs: number): number | undefined {
-    let ref: number | undefined
-    const outcome = this.guarded(timeoutMs, () => {
+    return this.keep(timeoutMs, () => {
       this.x._lua_rawgeti(this.L, LUA_REGISTRYINDEX, BigInt(getter))
       this.push(name)
-      const status = this.x._lua_pcallk(this.L, 1, 1, 0, 0, 0)
-      if (status !== LUA_OK) return { ok: false, kind: 'error', message: this.errorText() }
-      if (this.x._lua_type(this.L, -1) === LuaTypes.function) ref = this.x._luaL_ref(this.L, LUA_REGISTRYINDEX)
-      return { ok: true, values: [] }
+      return 1
     })
-    if (!outcome.ok) throw new Error(outcome.message)
-    return ref
   }
 
   /** Frees the instance's Lua state (a dead one is only dropped: its state is not to be walked). */
@@ -183,6 +164,28 @@ export class LuaVm implements PatternHost {
     } catch {
       // a __gc metamethod that ran past the deadline or failed: the instance is dropped all the same
     }
+  }
+
+  private loadChunk (source: Buffer, chunkName: string): number {
+    return this.withBytes(source, (p, n) => this.withString(chunkName, (name) =>
+      this.withString('t', (mode) => this.x._luaL_loadbufferx(this.L, p, n, name, mode))))
+  }
+
+  /**
+   * `push` puts a function and its arguments on the stack and answers how many
+   * arguments (undefined: it failed, the error on top); the function's first
+   * answer is kept in the registry if it is a function. Throws on failure.
+   */
+  private keep (timeoutMs: number, push: () => number | undefined): number | undefined {
+    let ref: number | undefined
+    const outcome = this.guarded(timeoutMs, () => {
+      const nargs = push()
+      if (nargs === undefined || this.x._lua_pcallk(this.L, nargs, 1, 0, 0, 0) !== LUA_OK) return { ok: false, kind: 'error', message: this.errorText() }
+      if (this.x._lua_type(this.L, -1) === LuaTypes.function) ref = this.x._luaL_ref(this.L, LUA_REGISTRYINDEX)
+      return { ok: true, values: [] }
+    })
+    if (!outcome.ok) throw new Error(outcome.message)
+    return ref
   }
 
   private guarded (timeoutMs: number, body: () => CallOutcome): CallOutcome {

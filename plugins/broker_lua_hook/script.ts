@@ -42,6 +42,8 @@ interface Built { vm: LuaVm, functions: Map<HookFunction, number> }
 export class Script {
   readonly stats: ScriptStats = { calls: 0, errors: 0, timeouts: 0, skipped: 0 }
   private built: Built | undefined
+  /** why a restart failed: the script stays stopped until it is reloaded */
+  private stopped: string | undefined
   private kills = 0
   private closed = false
   private pause: { cancel: () => void } | undefined
@@ -57,6 +59,8 @@ export class Script {
   }
 
   get running (): boolean { return this.built !== undefined }
+  /** set when a restart failed */
+  get failure (): string | undefined { return this.stopped }
   get memoryUsed (): number { return this.built?.vm.memoryUsed ?? 0 }
 
   /** Applies a new memory limit to the VM (and to the ones built later). */
@@ -119,6 +123,7 @@ export class Script {
       else this.built = built
     }, (err: Error) => {
       // the same source loaded before; it can fail now only in its top-level code (e.g. a time-dependent loop)
+      this.stopped = `restart failed: ${err.message}`
       this.env.warn({ script: this.name, error: err.message }, 'lua script could not be restarted; it stays stopped until reloaded')
     })
   }

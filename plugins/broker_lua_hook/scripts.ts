@@ -22,7 +22,7 @@ export class ScriptError extends Error {
 export interface ScriptRow {
   name: string
   file: string
-  /** loaded: running; restarting: paused after a timeout; disabled: a `.lua.x` file; failed: its last load failed */
+  /** loaded: running; restarting: paused after a timeout; disabled: a `.lua.x` file; failed: its last load (or restart) failed */
   status: 'loaded' | 'restarting' | 'not_loaded' | 'disabled' | 'failed'
   hooks: HookFunction[]
   stats?: ScriptStats
@@ -55,7 +55,14 @@ export class ScriptSet {
   /** Loads every `<name>.lua` of the folder, in name order; a script that fails is logged by the caller's `onFailure`. */
   async loadAll (onFailure: (name: string, why: string) => void): Promise<void> {
     await this.serial(async () => {
-      for (const name of (await this.files()).enabled) {
+      let names: string[]
+      try {
+        names = (await this.files()).enabled
+      } catch (err) {
+        onFailure(this.dir, (err as Error).message)
+        return
+      }
+      for (const name of names) {
         try {
           await this.loadOne(name)
         } catch (err) {
@@ -123,7 +130,8 @@ export class ScriptSet {
     return names.map((name): ScriptRow => {
       const script = this.loaded.get(name)
       if (script !== undefined) {
-        return { name, file: `${name}.lua`, status: script.running ? 'loaded' : 'restarting', hooks: [...script.hooks], stats: { ...script.stats }, memory: script.memoryUsed }
+        const status = script.running ? 'loaded' : script.failure !== undefined ? 'failed' : 'restarting'
+        return { name, file: `${name}.lua`, status, hooks: [...script.hooks], stats: { ...script.stats }, memory: script.memoryUsed, ...(script.failure !== undefined ? { error: script.failure } : {}) }
       }
       if (!enabled.includes(name)) return { name, file: `${name}.lua.x`, status: 'disabled', hooks: [] }
       const error = this.failures.get(name)

@@ -194,6 +194,29 @@ t.test('the luahook command: unload, disable, enable, reload take effect on traf
   await t.rejects(ctl('unload', 'nothing'), /not loaded/)
 })
 
+t.test('the memory limit is live: changed through the API, applied to the running VMs without a reload', async (t) => {
+  write('f-memory.lua', 'function on_message_publish(c, u, topic, payload, q, r) if topic == "mem/big" then local s = string.rep("x", 4 * 1024 * 1024) return topic, tostring(#s), q, r end end function register_hook() return "on_message_publish" end')
+  await ctl('load', 'f-memory')
+  const sub = await harness.mqtt({ clientId: 'mem-watcher' })
+  await sub.subscribeAsync('mem/#', { qos: 1 })
+  const pub = await harness.mqtt({ clientId: 'mem-pub' })
+  let got = next(sub, 'mem/big')
+  await publish(pub, 'mem/big', 'x')
+  t.equal(await got, String(4 * 1024 * 1024), 'under the default 16MB limit the script allocates 4MB')
+  const errorsBefore = ((await ctl('list')).data as Array<{ name: string, stats?: { errors: number } }>).find((r) => r.name === 'f-memory')?.stats?.errors
+  const registrations = node.plugins.registrations(PLUGIN)
+  const changed = await harness.http('PUT', `/nodes/${node.name}/plugin_configs/${PLUGIN}`, { 'lua.hook.max_memory': '2MB' })
+  t.equal(changed.status, 200)
+  t.equal(node.plugins.registrations(PLUGIN), registrations, 'not reloaded')
+  got = next(sub, 'mem/big')
+  await publish(pub, 'mem/big', 'x')
+  t.equal(await got, 'v2:x', 'past the new limit the call fails and is skipped: the message goes on as the script before it left it')
+  const row = ((await ctl('list')).data as Array<{ name: string, stats?: { errors: number } }>).find((r) => r.name === 'f-memory')
+  t.equal(row?.stats?.errors, (errorsBefore ?? 0) + 1, 'counted on the same load')
+  const refused = await harness.http('PUT', `/nodes/${node.name}/plugin_configs/${PLUGIN}`, { 'lua.hook.timeout': 'forever' })
+  t.equal(refused.status, 400, 'a bad value is refused')
+})
+
 t.test('unloading the plugin takes every hook back', async (t) => {
   t.equal(await api('PUT', `/nodes/${node.name}/plugins/${PLUGIN}/unload`), 200)
   t.equal(node.plugins.registrations(PLUGIN), 0)
