@@ -66,12 +66,14 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_auth_clientid: async () => ({ settings: {} }),
   broker_auth_username: async () => ({ settings: {} }),
   broker_plugin_template: async () => ({ settings: { 'template.greeting_topic': 'greetings' } }),
-  // two scripts on the traffic's messages and connections: a VM each, made and freed at every cycle
+  // a script on the traffic's messages and connections: its VM (a WebAssembly instance) made and freed at every cycle
   broker_lua_hook: async () => ({
     settings: { 'lua.hook.timeout': '1s' },
     dataFiles: {
-      'script/leak_publish.lua': 'n = 0 function on_message_publish(c, u, topic, payload, q, r) n = n + 1 return topic, payload, q, r end function register_hook() return "on_message_publish" end',
-      'script/leak_clients.lua': 'seen = {} function on_client_connected(c) seen[c] = true end function on_client_disconnected(c) seen[c] = nil end function register_hook() return "on_client_connected", "on_client_disconnected" end'
+      'script/leak.lua': 'n, seen = 0, {} ' +
+        'function on_message_publish(c, u, topic, payload, q, r) n = n + 1 return topic, payload, q, r end ' +
+        'function on_client_connected(c) seen[c] = true end function on_client_disconnected(c) seen[c] = nil end ' +
+        'function register_hook() return "on_message_publish", "on_client_connected", "on_client_disconnected" end'
     }
   }),
   broker_auth_jwt: async () => ({ settings: { 'auth.jwt.secret': 'leak-test-secret' } }),
