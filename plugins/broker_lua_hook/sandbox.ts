@@ -4,7 +4,7 @@
 // dofile and loadfile, debug (it reaches the registry and could lift the
 // instruction hook), string.dump, warn; `load` takes text only (a precompiled
 // chunk can break the VM); `collectgarbage` cannot stop the collector.
-// `print` writes to the node's log (rate-limited by the owner).
+// `print` writes to the node's log (rate-limited by the owner, long lines cut).
 import type { LuaVm } from './lua-vm.js'
 
 const PRELUDE = `
@@ -28,7 +28,13 @@ collectgarbage = function (option, ...)
 end
 `
 
+/** A printed line longer than this is cut (the log is not the place for a payload dump). */
+const MAX_LINE = 2000
+
 export function buildSandbox (vm: LuaVm, print: (line: string) => void): void {
   vm.install(PRELUDE)
-  vm.defineGlobal('print', (args) => print(args.join('\t')))
+  vm.defineGlobal('print', (args) => {
+    const line = args.join('\t')
+    print(line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}… (${line.length} characters)` : line)
+  })
 }

@@ -94,7 +94,8 @@ t.test('the sandbox: no os.execute, io, require, dofile, debug, string.dump; loa
     end
     function text() return load("return 1 + 1")() end
     function stop() return collectgarbage("stop") end
-    function clock() print("time", type(os.time()), type(os.clock()), os.date("!%Y", 0)) end`)
+    function clock() print("time", type(os.time()), type(os.clock()), os.date("!%Y", 0)) end
+    function long() print(string.rep("x", 5000)) end`)
   t.same(values(vm.call(fn('probe'), [], 100)), [null, null, null, null, null, null, null, null])
   t.same(values(vm.call(fn('probe2'), [], 100)), [null, null, null, null])
   t.match(vm.call(fn('execute'), [], 100), { ok: false, kind: 'error', message: /attempt to call a nil value \(field 'execute'\)/ })
@@ -103,5 +104,6 @@ t.test('the sandbox: no os.execute, io, require, dofile, debug, string.dump; loa
   t.same(values(vm.call(fn('text'), [], 100)), [2])
   t.match(vm.call(fn('stop'), [], 100), { ok: false, message: /option 'stop' is not allowed/ })
   values(vm.call(fn('clock'), [], 100))
-  t.same(printed, ['time\tnumber\tnumber\t1970'])
+  values(vm.call(fn('long'), [], 100))
+  t.same(printed, ['time\tnumber\tnumber\t1970', `${'x'.repeat(2000)}… (5000 characters)`], 'print goes to the sink; a long line is cut')
 })
