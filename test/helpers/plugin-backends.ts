@@ -17,7 +17,8 @@ import { startRedis } from './servers/redis.js'
 import { ROOT_DN, ROOT_PASSWORD, startSlapd } from './servers/slapd.js'
 
 type Settings = Record<string, string | number>
-interface Backend { settings: Settings, close?: () => Promise<void> }
+/** `dataFiles`: files the plugin reads from the node's data folder (path under it → text), written before it loads */
+interface Backend { settings: Settings, close?: () => Promise<void>, dataFiles?: Record<string, string> }
 
 const plugin = (name: string, file: string): string => join(INSTALL_ROOT, 'plugins', name, file)
 const IGNORE_UNAVAILABLE = (prefix: string): Settings => ({ [`${prefix}.unavailable.auth`]: 'ignore', [`${prefix}.unavailable.acl`]: 'ignore' })
@@ -65,6 +66,16 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_auth_clientid: async () => ({ settings: {} }),
   broker_auth_username: async () => ({ settings: {} }),
   broker_plugin_template: async () => ({ settings: { 'template.greeting_topic': 'greetings' } }),
+  // a script on the traffic's messages and connections: its VM (a WebAssembly instance) made and freed at every cycle
+  broker_lua_hook: async () => ({
+    settings: { 'lua.hook.timeout': '1s' },
+    dataFiles: {
+      'script/leak.lua': 'n, seen = 0, {} ' +
+        'function on_message_publish(c, u, topic, payload, q, r) n = n + 1 return topic, payload, q, r end ' +
+        'function on_client_connected(c) seen[c] = true end function on_client_disconnected(c) seen[c] = nil end ' +
+        'function register_hook() return "on_message_publish", "on_client_connected", "on_client_disconnected" end'
+    }
+  }),
   broker_auth_jwt: async () => ({ settings: { 'auth.jwt.secret': 'leak-test-secret' } }),
   broker_auth_http: ignoringHttpServer,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
@@ -101,6 +112,8 @@ export interface PluginBackends {
   settings: (name: string) => Settings
   /** whether this file knows what the plugin needs */
   knows: (name: string) => boolean
+  /** the files to write into the node's data folder before the plugin loads (path under it → text) */
+  dataFiles: (name: string) => Record<string, string>
   close: () => Promise<void>
 }
 
@@ -119,6 +132,7 @@ export async function startPluginBackends (names: string[]): Promise<PluginBacke
   return {
     settings: (name) => started.get(name)?.settings ?? {},
     knows: (name) => BACKENDS[name] !== undefined,
+    dataFiles: (name) => started.get(name)?.dataFiles ?? {},
     close
   }
 }
