@@ -17,7 +17,15 @@ export interface PluginStore {
   get: (key: string) => Promise<string | undefined>
   put: (key: string, value: string) => Promise<void>
   del: (key: string) => Promise<void>
+  /** in key order */
   entries: () => AsyncIterable<[string, string]>
+  /**
+   * In one step: when `key` holds `expected` (undefined: absent), sets it to
+   * `value` (undefined: deletes it) and answers true; otherwise changes
+   * nothing and answers false. Atomic across the nodes of a cluster, so two
+   * nodes racing for one record cannot both take it.
+   */
+  swap: (key: string, expected: string | undefined, value: string | undefined) => Promise<boolean>
 }
 
 export interface PublishRequest {
@@ -25,6 +33,19 @@ export interface PublishRequest {
   payload: string | Buffer
   qos?: 0 | 1 | 2
   retain?: boolean
+  /** MQTT 5 properties the message carries to its subscribers (the message expires `messageExpiryInterval` seconds from now) */
+  properties?: PublishProperties
+}
+
+/** The MQTT 5 PUBLISH properties a message carries from its publisher to its subscribers. */
+export interface PublishProperties {
+  payloadFormatIndicator?: boolean
+  /** seconds */
+  messageExpiryInterval?: number
+  contentType?: string
+  responseTopic?: string
+  correlationData?: Buffer
+  userProperties?: Record<string, string | string[]>
 }
 
 /** An alarm a plugin raises (SPEC §2.18; shown by the API and `$SYS/brokers/<node>/alarms/…`). */
@@ -91,6 +112,14 @@ export interface Capabilities {
 }
 export type CapabilityName = keyof Capabilities
 
+/** The cluster the node is part of; on a node alone, a cluster of itself. */
+export interface ClusterView {
+  /** the live nodes' names, asked of the cluster now (this node always among them) */
+  nodes: () => Promise<string[]>
+  /** `run(node)` on this node when another node leaves the cluster (stopped, or silent for three heartbeats); stops at unload */
+  onNodeLeft: (run: (node: string) => void) => void
+}
+
 /** A timer the host clears when the plugin unloads. */
 export interface PluginTimer { cancel: () => void }
 
@@ -153,6 +182,7 @@ export interface PluginContext<C> {
   onUnload: (release: () => void | Promise<void>) => void
   readonly node: NodeQueries
   readonly broker: BrokerActions
+  readonly cluster: ClusterView
   /** a capability the manifest names; throws for one it does not */
   capability: <N extends CapabilityName>(name: N) => Capabilities[N]
 }

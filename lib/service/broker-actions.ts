@@ -1,6 +1,7 @@
 // What may be done to the broker's traffic on someone's behalf: publish as
 // the node, subscribe or unsubscribe a connected client, end a connection.
-import type { Aedes } from 'aedes'
+import type { Aedes, PublishPacket } from 'aedes'
+import type { PublishProperties } from '../plugin-kit/contract.js'
 import { engineSubscribe, engineUnsubscribe } from '../engine/internals.js'
 import { noteDisconnectReason } from '../hooks/engine-events.js'
 import { connInfo } from '../listeners/conn-info.js'
@@ -8,13 +9,18 @@ import type { OperationContext } from './context.js'
 import { ServiceError } from './service-error.js'
 import { validTopicFilter, validTopicName } from './topic-validation.js'
 
-/** What a caller publishes as the node (SPEC §4.3); `clientId` names the publisher (default `http`). */
-export interface ApiPublishRequest { topic: string, payload?: string | Buffer, qos?: 0 | 1 | 2, retain?: boolean, clientId?: string }
+/**
+ * What a caller publishes as the node (SPEC §4.3); `clientId` names the publisher (default `http`);
+ * `properties`: MQTT 5 properties the message carries (a plugin's, e.g. a delayed message's own).
+ */
+export interface ApiPublishRequest { topic: string, payload?: string | Buffer, qos?: 0 | 1 | 2, retain?: boolean, clientId?: string, properties?: PublishProperties }
 
 /** Publishes as the node: no client, no ACL check; resolves once the engine has taken it. */
-export async function publishAsNode (engine: Aedes, { topic, payload = '', qos = 0, retain = false }: ApiPublishRequest): Promise<void> {
+export async function publishAsNode (engine: Aedes, { topic, payload = '', qos = 0, retain = false, properties }: ApiPublishRequest): Promise<void> {
+  const packet: PublishPacket = { cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }
+  if (properties !== undefined) packet.properties = { ...properties }
   await new Promise<void>((resolve, reject) => {
-    engine.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
+    engine.publish(packet, (err?: Error | null) => err ? reject(err) : resolve())
   })
 }
 
