@@ -86,9 +86,9 @@ export interface PluginRouteRequest {
   payload: unknown
 }
 
-/** A route failure: `code` is a SPEC §7 code, `status` the HTTP status (default 400). */
+/** A route failure: `code` is a SPEC §7 code (undefined: none, as the API's own 404s), `status` the HTTP status (default 400). */
 export class RouteError extends Error {
-  constructor (readonly code: number, message: string, readonly status = 400) {
+  constructor (readonly code: number | undefined, message: string, readonly status = 400) {
     super(message)
     this.name = 'RouteError'
   }

@@ -8,6 +8,7 @@ export { CtlError, output, usageError, type CtlCommand, type CtlOutput, type Usa
 export type { Logger } from '../log.js'
 export type { ListenerRecord } from '../service/operations.js'
 export { parseDuration } from '../config/types.js'
+export { datetime } from '../sys/node-info.js'
 export { compileTopicFilter, isLevelValue, topicMatches } from '../access/acl-match.js'
 export { hashForStorage, verifyStored } from './hash/password-hash.js'
 export { SourceFailures } from '../access/source-failures.js'
