@@ -7,7 +7,7 @@
 import type { Server as NetServer, Socket as NetSocket } from 'node:net'
 import type { Socket as UdpSocket } from 'node:dgram'
 import type Joi from 'joi'
-import type { HookHandlers, HookName } from '../hooks/types.js'
+import type { HookHandlers, HookName, PublishProperties } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import type { CtlCommand } from '../ctl/command.js'
 import type { BrokerActions as OperationActions, ListenerRecord, NodeOperations, NodeQueries as OperationQueries } from '../service/operations.js'
@@ -37,16 +37,6 @@ export interface PublishRequest {
   properties?: PublishProperties
 }
 
-/** The MQTT 5 PUBLISH properties a message carries from its publisher to its subscribers. */
-export interface PublishProperties {
-  payloadFormatIndicator?: boolean
-  /** seconds */
-  messageExpiryInterval?: number
-  contentType?: string
-  responseTopic?: string
-  correlationData?: Buffer
-  userProperties?: Record<string, string | string[]>
-}
 
 /** An alarm a plugin raises (SPEC §2.18; shown by the API and `$SYS/brokers/<node>/alarms/…`). */
 export interface PluginAlarm {
@@ -120,6 +110,13 @@ export interface ClusterView {
   onNodeLeft: (run: (node: string) => void) => void
 }
 
+/** A counter of one load, shown with the node's metrics (SPEC §2.11 keys first) while the plugin is loaded. */
+export interface PluginCounter {
+  /** adds `by` (default 1; a negative or non-finite value is ignored) */
+  inc: (by?: number) => void
+  value: () => number
+}
+
 /** A timer the host clears when the plugin unloads. */
 export interface PluginTimer { cancel: () => void }
 
@@ -151,6 +148,14 @@ export interface PluginContext<C> {
   readonly listeners: {
     /** a listener the plugin serves, listed with the node's (SPEC §2.10); `report` is read at each listing */
     add: (report: () => ListenerRecord) => void
+  }
+  readonly metrics: {
+    /**
+     * A counter listed with the node's metrics (`GET /api/v3/nodes/:node/metrics`, Prometheus as
+     * `broker_<key, / and . as _>_total`) until the plugin unloads. `key`: `[a-z0-9_/.]+`, e.g.
+     * `messages/delayed`; throws for a SPEC metric key or one another loaded plugin counts.
+     */
+    counter: (key: string, help: string) => PluginCounter
   }
   readonly alarms: {
     /** false when it is raised already */
