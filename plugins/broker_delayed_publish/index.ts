@@ -32,7 +32,8 @@ export default definePlugin<DelayedConfig>({
     ctx.cluster.onNodeLeft((left) => {
       messages.scan().catch((err: Error) => ctx.logger.error({ err, node: left }, 'delayed messages of a node that left not taken over'))
     })
-    ctx.hooks.add('message.publish', delayedIntake(messages, node, ctx.logger) as never)
+    const delayed = ctx.metrics.counter('messages/delayed', 'Messages taken in by delayed publish')
+    ctx.hooks.add('message.publish', delayedIntake(messages, node, ctx.logger, () => delayed.inc()))
     ctx.commands.add(delayedCommand(messages))
     for (const route of delayedRoutes(messages)) ctx.routes.add(route)
   }

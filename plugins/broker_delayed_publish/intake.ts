@@ -6,33 +6,21 @@
 // MQTT 3.x publisher gets its usual acknowledgement either way; a refused
 // message is dropped and logged. Any other topic passes untouched, with no
 // promise made.
-import type { ClientInfo, Logger, PublishProperties } from '../../lib/plugin-kit/index.js'
+import type { Logger, PublishAnswer, PublishMessage, PublishProperties } from '../../lib/plugin-kit/index.js'
 import type { DelayedMessages } from './keeper.js'
 import type { DelayedMessage } from './record.js'
 import { isDelayed, isSysTopic, parseDelayed } from './topic.js'
 
 export const REASON = { taken: 0x00, unspecified: 0x80, notAuthorized: 0x87, quotaExceeded: 0x97, malformed: 0x99 } as const
 
-/** What the handler reads of a published message. */
-export interface Published {
-  topic: string
-  payload: Buffer
-  qos: 0 | 1 | 2
-  retain: boolean
-  properties?: PublishProperties
-  client?: ClientInfo
-  authorize: (topic: string) => boolean | Promise<boolean>
-}
-
-export type IntakeAnswer = undefined | { stop: number, reason?: string }
-
 /** Refusals are logged at most once per window, with how many were not. */
 const LOG_WINDOW_MS = 10_000
 
-export function delayedIntake (messages: DelayedMessages, node: string, logger: Logger): (message: Published) => IntakeAnswer | Promise<IntakeAnswer> {
+/** `taken()` counts each message taken in (the metric messages/delayed). */
+export function delayedIntake (messages: DelayedMessages, node: string, logger: Logger, taken: () => void): (message: PublishMessage) => PublishAnswer | Promise<PublishAnswer> {
   let windowStart = 0
   let unlogged = 0
-  const refuse = (message: Published, code: number, why: string): IntakeAnswer => {
+  const refuse = (message: PublishMessage, code: number, why: string): PublishAnswer => {
     const now = Date.now()
     if (now - windowStart >= LOG_WINDOW_MS) {
       logger.warn({ clientId: message.client?.clientId, topic: message.topic.slice(0, 256), reasonCode: code, why, ...(unlogged > 0 ? { alsoRefused: unlogged } : {}) }, 'delayed message refused; dropped')
@@ -44,7 +32,7 @@ export function delayedIntake (messages: DelayedMessages, node: string, logger: 
     return { stop: code, reason: why }
   }
 
-  const store = async (message: Published, topic: string, delay: number): Promise<IntakeAnswer> => {
+  const store = async (message: PublishMessage, topic: string, delay: number): Promise<PublishAnswer> => {
     const now = Date.now()
     const mountpoint = message.client?.mountpoint ?? ''
     const delayed: DelayedMessage = {
@@ -66,6 +54,7 @@ export function delayedIntake (messages: DelayedMessages, node: string, logger: 
       logger.error({ err, clientId: message.client?.clientId, topic }, 'delayed message not stored')
       return { stop: REASON.unspecified, reason: 'not stored' }
     }
+    taken()
     return { stop: REASON.taken }
   }
 
