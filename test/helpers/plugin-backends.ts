@@ -65,6 +65,7 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_auth_clientid: async () => ({ settings: {} }),
   broker_auth_username: async () => ({ settings: {} }),
   broker_plugin_template: async () => ({ settings: { 'template.greeting_topic': 'greetings' } }),
+  broker_delayed_publish: async () => ({ settings: { 'delayed.max_delayed_messages': 1000 } }),
   broker_auth_jwt: async () => ({ settings: { 'auth.jwt.secret': 'leak-test-secret' } }),
   broker_auth_http: ignoringHttpServer,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
