@@ -1,12 +1,14 @@
 // The ids of the messages this node will publish, earliest due first: a
-// binary min-heap of ids (an id starts with its due time, so string order is
-// due order) and the set of those still pending. Removing an id only drops
-// it from the set; the heap forgets it when it reaches the top, and is
-// rebuilt from the set when most of it is such leftovers, so memory stays
-// proportional to what is pending.
+// binary min-heap over two parallel arrays (due time as a number, then the
+// id; comparing numbers is what keeps a million entries cheap) and the set of
+// ids still pending. Removing an id only drops it from the set; the heap
+// forgets it when it reaches the top, and is rebuilt from the set when most
+// of it is such leftovers, so memory stays proportional to what is pending.
+import { dueOf } from './record.js'
 
 export class DueIndex {
-  #heap: string[] = []
+  #dues: number[] = []
+  #ids: string[] = []
   readonly #pending = new Set<string>()
 
   get size (): number {
@@ -20,21 +22,22 @@ export class DueIndex {
   add (id: string): void {
     if (this.#pending.has(id)) return
     this.#pending.add(id)
-    this.#heap.push(id)
-    this.#up(this.#heap.length - 1)
+    this.#dues.push(dueOf(id))
+    this.#ids.push(id)
+    this.#up(this.#ids.length - 1)
   }
 
   /** false when it was not pending */
   remove (id: string): boolean {
     if (!this.#pending.delete(id)) return false
-    if (this.#heap.length > 1024 && this.#heap.length > 2 * this.#pending.size) this.#rebuild()
+    if (this.#ids.length > 1024 && this.#ids.length > 2 * this.#pending.size) this.#rebuild()
     return true
   }
 
   /** The earliest pending id, or undefined. */
   peek (): string | undefined {
     this.#dropRemoved()
-    return this.#heap[0]
+    return this.#ids[0]
   }
 
   /** Takes the earliest pending id out. */
@@ -46,54 +49,70 @@ export class DueIndex {
   }
 
   clear (): void {
-    this.#heap.length = 0
+    this.#dues = []
+    this.#ids = []
     this.#pending.clear()
   }
 
   #dropRemoved (): void {
-    while (this.#heap.length > 0 && !this.#pending.has(this.#heap[0])) this.#pop()
+    while (this.#ids.length > 0 && !this.#pending.has(this.#ids[0])) this.#pop()
   }
 
   #pop (): string | undefined {
-    const heap = this.#heap
-    const first = heap[0]
-    const last = heap.pop()
-    if (heap.length > 0 && last !== undefined) {
-      heap[0] = last
+    const ids = this.#ids
+    const dues = this.#dues
+    const first = ids[0]
+    const lastId = ids.pop()
+    const lastDue = dues.pop()
+    if (ids.length > 0 && lastId !== undefined && lastDue !== undefined) {
+      ids[0] = lastId
+      dues[0] = lastDue
       this.#down(0)
     }
     return first
   }
 
   #rebuild (): void {
-    // a sorted array is a heap
-    this.#heap = [...this.#pending].sort()
+    // a sorted array is a heap (ids sort by due time)
+    this.#ids = [...this.#pending].sort()
+    this.#dues = this.#ids.map(dueOf)
+  }
+
+  /** Whether the entry at `a` comes before the one at `b`. */
+  #before (a: number, b: number): boolean {
+    const dues = this.#dues
+    return dues[a] < dues[b] || (dues[a] === dues[b] && this.#ids[a] < this.#ids[b])
+  }
+
+  #swap (a: number, b: number): void {
+    const ids = this.#ids
+    const dues = this.#dues
+    const id = ids[a]
+    ids[a] = ids[b]
+    ids[b] = id
+    const due = dues[a]
+    dues[a] = dues[b]
+    dues[b] = due
   }
 
   #up (i: number): void {
-    const heap = this.#heap
-    const item = heap[i]
     while (i > 0) {
       const parent = (i - 1) >> 1
-      if (heap[parent] <= item) break
-      heap[i] = heap[parent]
+      if (!this.#before(i, parent)) break
+      this.#swap(i, parent)
       i = parent
     }
-    heap[i] = item
   }
 
   #down (i: number): void {
-    const heap = this.#heap
-    const n = heap.length
-    const item = heap[i]
+    const n = this.#ids.length
     for (;;) {
       let child = 2 * i + 1
       if (child >= n) break
-      if (child + 1 < n && heap[child + 1] < heap[child]) child++
-      if (heap[child] >= item) break
-      heap[i] = heap[child]
+      if (child + 1 < n && this.#before(child + 1, child)) child++
+      if (!this.#before(child, i)) break
+      this.#swap(i, child)
       i = child
     }
-    heap[i] = item
   }
 }
