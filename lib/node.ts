@@ -236,10 +236,12 @@ export class BrokerNode {
         service,
         publish: async (message) => await publishAsNode(engine, hooks, message),
         store: (plugin) => pluginStore(backend.stores, plugin),
+        clusterNodes: cluster.members,
         alarms: observability.alarms,
         counters: observability.pluginCounters
       }), async (host) => await host.stopAll())
       plugins = host
+      cluster.onNodeDown((left) => host.nodeLeft(left))
       await step('plugins', async () => await host.boot())
 
       // undone by the observability step's stop

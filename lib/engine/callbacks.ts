@@ -60,6 +60,7 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
       // the fold (topic rewrite, scripts, delayed messages …) runs before the ACL, which checks the topic it made
       const folded = foldPublish(hooks, {
         ...messageInfo(packet),
+        properties: packet.properties,
         from: state.info.clientId,
         client: state.info,
         authorize: (topic) => access.check(state, 'publish', topic)

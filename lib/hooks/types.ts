@@ -91,6 +91,17 @@ export interface ConnectInfo extends Pick<ClientInfo, 'clientId' | 'username' | 
   cleanStart: boolean
 }
 
+/** The MQTT 5 PUBLISH properties a message carries from its publisher to its subscribers. */
+export interface PublishProperties {
+  payloadFormatIndicator?: boolean
+  /** seconds */
+  messageExpiryInterval?: number
+  contentType?: string
+  responseTopic?: string
+  correlationData?: Buffer
+  userProperties?: Record<string, string | string[]>
+}
+
 /**
  * A message on its way in (`message.publish`): from a client (`client` set),
  * a will (`client` is its owner's), or the node itself (API, plugins; no
@@ -98,6 +109,8 @@ export interface ConnectInfo extends Pick<ClientInfo, 'clientId' | 'username' | 
  * topic (always true for the node's own messages).
  */
 export interface PublishMessage extends MessageInfo {
+  /** its MQTT 5 properties as published (read only: a handler's changes to them are not applied) */
+  properties?: PublishProperties
   client?: ClientInfo
   authorize: (topic: string) => boolean | Promise<boolean>
 }

@@ -7,7 +7,7 @@
 import type { Server as NetServer, Socket as NetSocket } from 'node:net'
 import type { Socket as UdpSocket } from 'node:dgram'
 import type Joi from 'joi'
-import type { HookHandlers, HookName } from '../hooks/types.js'
+import type { HookHandlers, HookName, PublishProperties } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import type { CtlCommand } from '../ctl/command.js'
 import type { BrokerActions as OperationActions, ListenerRecord, NodeOperations, NodeQueries as OperationQueries } from '../service/operations.js'
@@ -17,7 +17,15 @@ export interface PluginStore {
   get: (key: string) => Promise<string | undefined>
   put: (key: string, value: string) => Promise<void>
   del: (key: string) => Promise<void>
+  /** in key order */
   entries: () => AsyncIterable<[string, string]>
+  /**
+   * In one step: when `key` holds `expected` (undefined: absent), sets it to
+   * `value` (undefined: deletes it) and answers true; otherwise changes
+   * nothing and answers false. Atomic across the nodes of a cluster, so two
+   * nodes racing for one record cannot both take it.
+   */
+  swap: (key: string, expected: string | undefined, value: string | undefined) => Promise<boolean>
 }
 
 export interface PublishRequest {
@@ -25,7 +33,10 @@ export interface PublishRequest {
   payload: string | Buffer
   qos?: 0 | 1 | 2
   retain?: boolean
+  /** MQTT 5 properties the message carries to its subscribers (the message expires `messageExpiryInterval` seconds from now) */
+  properties?: PublishProperties
 }
+
 
 /** An alarm a plugin raises (SPEC §2.18; shown by the API and `$SYS/brokers/<node>/alarms/…`). */
 export interface PluginAlarm {
@@ -65,9 +76,9 @@ export interface PluginRouteRequest {
   payload: unknown
 }
 
-/** A route failure: `code` is a SPEC §7 code, `status` the HTTP status (default 400). */
+/** A route failure: `code` is a SPEC §7 code (undefined: none, as the API's own 404s), `status` the HTTP status (default 400). */
 export class RouteError extends Error {
-  constructor (readonly code: number, message: string, readonly status = 400) {
+  constructor (readonly code: number | undefined, message: string, readonly status = 400) {
     super(message)
     this.name = 'RouteError'
   }
@@ -90,6 +101,14 @@ export interface Capabilities {
   administration: Administration
 }
 export type CapabilityName = keyof Capabilities
+
+/** The cluster the node is part of; on a node alone, a cluster of itself. */
+export interface ClusterView {
+  /** the live nodes' names, asked of the cluster now (this node always among them) */
+  nodes: () => Promise<string[]>
+  /** `run(node)` on this node when another node leaves the cluster (stopped, or silent for three heartbeats); stops at unload */
+  onNodeLeft: (run: (node: string) => void) => void
+}
 
 /** A counter of one load, shown with the node's metrics (SPEC §2.11 keys first) while the plugin is loaded. */
 export interface PluginCounter {
@@ -168,6 +187,7 @@ export interface PluginContext<C> {
   onUnload: (release: () => void | Promise<void>) => void
   readonly node: NodeQueries
   readonly broker: BrokerActions
+  readonly cluster: ClusterView
   /** a capability the manifest names; throws for one it does not */
   capability: <N extends CapabilityName>(name: N) => Capabilities[N]
 }

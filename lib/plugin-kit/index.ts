@@ -3,12 +3,13 @@
 // types, broker_ctl command helpers, and what auth and ACL plugins share:
 // query templates, password hashes, backend pools and their health, ACL rules.
 export * from './contract.js'
-export type { AclAccess, AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, ClientInfo, ConnectInfo, Decision, EnhancedAuthAnswer, EnhancedAuthRequest, HookHandlers, HookName, MessageInfo, PublishAnswer, PublishMessage, SubscribeAnswer, SubscribeFilter } from '../hooks/types.js'
+export type { AclAccess, AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, ClientInfo, ConnectInfo, Decision, EnhancedAuthAnswer, EnhancedAuthRequest, HookHandlers, HookName, MessageInfo, PublishAnswer, PublishMessage, PublishProperties, SubscribeAnswer, SubscribeFilter } from '../hooks/types.js'
 export { CtlError, output, usageError, type CtlCommand, type CtlOutput, type UsageLine } from '../ctl/command.js'
 export type { Logger } from '../log.js'
 export { limitedLog, type LimitedLog, type LogLimit } from '../log-limit.js'
 export type { ListenerRecord } from '../service/operations.js'
 export { parseBytesize, parseDuration } from '../config/types.js'
+export { datetime } from '../sys/node-info.js'
 export { compileTopicFilter, isLevelValue, topicMatches } from '../access/acl-match.js'
 export { fillLevelTemplate } from '../access/mountpoint.js'
 export { validTopicFilter, validTopicName } from '../service/topic-validation.js'

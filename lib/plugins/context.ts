@@ -31,8 +31,16 @@ export interface ContextDeps {
   service: NodeOperations
   publish: (message: PublishRequest) => Promise<void>
   store: (plugin: string) => PluginStore
+  cluster: ClusterDeps
   logger: Logger
   root: string
+}
+
+/** The cluster as the host shares it with the loads: the live nodes now, and who to tell when a node leaves. */
+export interface ClusterDeps {
+  nodes: () => Promise<string[]>
+  /** the loads' `onNodeLeft` handlers, each removed at its load's unload */
+  nodeLeft: Set<(node: string) => void>
 }
 
 /** One load of one plugin: its context, its releases, and its live settings' watchers. */
@@ -114,6 +122,14 @@ export class PluginLoad<C> {
       onUnload: (run) => releases.push('onUnload', run),
       node: nodeQueries(deps, releases),
       broker: brokerActions(deps),
+      cluster: {
+        nodes: deps.cluster.nodes,
+        onNodeLeft: (run) => {
+          const entry = (node: string): void => { run(node) }
+          deps.cluster.nodeLeft.add(entry)
+          releases.push('cluster onNodeLeft', () => { deps.cluster.nodeLeft.delete(entry) })
+        }
+      },
       capability: <N extends CapabilityName>(capability: N): Capabilities[N] => {
         if (!granted.has(capability)) throw new Error(`plugin ${name} is not granted ${capability}: name it in the plugin's capabilities`)
         return { node: deps.service, pluginRoutes: deps.routes }

@@ -47,6 +47,8 @@ export interface PluginHostOptions {
   service: NodeOperations
   publish: (message: PublishRequest) => Promise<void>
   store: (plugin: string) => PluginStore
+  /** the live nodes of the cluster, asked now (on a node alone: itself) */
+  clusterNodes: () => Promise<string[]>
   /** the node's alarms (observability) */
   alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
   /** the counters plugins add to the node's metrics (observability) */
@@ -68,6 +70,8 @@ export class PluginHost {
   readonly #stores = new Map<string, PluginStore>()
   /** the listeners the loaded plugins serve (SPEC §2.10) */
   readonly #listeners = new Set<() => ListenerRecord>()
+  /** the loaded plugins' `ctx.cluster.onNodeLeft` handlers */
+  readonly #nodeLeft = new Set<(node: string) => void>()
   /** the HTTP routes the loaded plugins add, served by the management API */
   readonly routes = new PluginRoutes()
   /** chain order: data/loaded_plugins, then plugins loaded at run time */
@@ -256,7 +260,8 @@ export class PluginHost {
     const plugin = await this.#module(name)
     const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, counters } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, logger, root })
+    const cluster = { nodes: this.options.clusterNodes, nodeLeft: this.#nodeLeft }
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, cluster, logger, root })
     try {
       await plugin.load(load.context)
     } catch (err) {
@@ -274,6 +279,17 @@ export class PluginHost {
     const failed = await load.releases.unwind(this.options.logger)
     if (failed > 0) this.options.logger.error({ plugin: name, failed }, 'plugin failed to unload cleanly')
     this.options.logger.info({ plugin: name }, 'plugin unloaded')
+  }
+
+  /** Another node left the cluster: tells the loaded plugins that asked (a handler that throws is logged). */
+  nodeLeft (node: string): void {
+    for (const run of [...this.#nodeLeft]) {
+      try {
+        run(node)
+      } catch (err) {
+        this.options.logger.error({ err, node }, 'a plugin\'s node-left handler failed')
+      }
+    }
   }
 
   /** The listeners the loaded plugins serve, as records (SPEC §2.10). */

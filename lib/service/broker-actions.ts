@@ -1,7 +1,8 @@
 // What may be done to the broker's traffic on someone's behalf: publish as
 // the node, subscribe or unsubscribe a connected client, end a connection.
-import type { Aedes } from 'aedes'
+import type { Aedes, PublishPacket } from 'aedes'
 import { PublishStop } from '../engine/callbacks.js'
+import type { PublishProperties } from '../hooks/types.js'
 import { engineSubscribe, engineUnsubscribe, type SubscriptionOptions } from '../engine/internals.js'
 import { foldPublish, isStopped } from '../hooks/folds.js'
 import type { HookRegistry } from '../hooks/registry.js'
@@ -12,8 +13,11 @@ import type { OperationContext } from './context.js'
 import { ServiceError } from './service-error.js'
 import { validTopicFilter, validTopicName } from './topic-validation.js'
 
-/** What a caller publishes as the node (SPEC §4.3); `clientId` names the publisher (default `http`). */
-export interface ApiPublishRequest { topic: string, payload?: string | Buffer, qos?: 0 | 1 | 2, retain?: boolean, clientId?: string }
+/**
+ * What a caller publishes as the node (SPEC §4.3); `clientId` names the publisher (default `http`);
+ * `properties`: MQTT 5 properties the message carries (a plugin's, e.g. a delayed message's own).
+ */
+export interface ApiPublishRequest { topic: string, payload?: string | Buffer, qos?: 0 | 1 | 2, retain?: boolean, clientId?: string, properties?: PublishProperties }
 
 const ALWAYS = (): boolean => true
 
@@ -24,18 +28,19 @@ const ALWAYS = (): boolean => true
  * in (below 0x80) and rejects with a `PublishStop` when it refused it.
  */
 export async function publishAsNode (engine: Aedes, hooks: HookRegistry, request: ApiPublishRequest): Promise<void> {
-  const { qos = 0 } = request
+  const { qos = 0, properties } = request
   let { topic, retain = false } = request
   let payload: Buffer = Buffer.from(request.payload ?? '')
   if (hooks.has('message.publish') && !topic.startsWith('$SYS/')) {
-    const result = await foldPublish(hooks, { topic, payload, qos, retain, authorize: ALWAYS })
+    const result = await foldPublish(hooks, { topic, payload, qos, retain, properties, authorize: ALWAYS })
     if (isStopped(result)) {
       if (result.stop < 0x80) return
       throw new PublishStop(result.stop, result.reason)
     }
     ({ topic, payload, retain } = result)
   }
-  const packet = { cmd: 'publish' as const, topic, payload, qos, retain, dup: false }
+  const packet: PublishPacket = { cmd: 'publish', topic, payload, qos, retain, dup: false }
+  if (properties !== undefined) packet.properties = { ...properties }
   noteTopicRewrite(packet, request.topic, topic)
   await new Promise<void>((resolve, reject) => {
     engine.publish(packet, (err?: Error | null) => err ? reject(err) : resolve())

@@ -76,6 +76,7 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
         'function register_hook() return "on_message_publish", "on_client_connected", "on_client_disconnected" end'
     }
   }),
+  broker_delayed_publish: async () => ({ settings: { 'delayed.max_delayed_messages': 1000 } }),
   broker_auth_jwt: async () => ({ settings: { 'auth.jwt.secret': 'leak-test-secret' } }),
   broker_auth_http: ignoringHttpServer,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
