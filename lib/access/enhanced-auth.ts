@@ -64,6 +64,7 @@ export class EnhancedAuth {
 
   /** Step 0 goes down the chain; a later step only to the handler that owns the exchange. */
   async #first (client: Client, request: EnhancedAuthRequest): Promise<AuthStep> {
+    await this.hooks.whenFree('client.enhanced_auth')
     return await runChain(this.hooks.handlers('client.enhanced_auth'), request, this.#chain, client)
   }
 

@@ -2,6 +2,14 @@
 // first), then by their owner's place in the plugin chain (data/loaded_plugins
 // order), then by registration. The ordered lists are rebuilt only when a
 // handler is added or removed, so the hot path reads a plain array.
+//
+// A plugin whose code is replaced (broker_reloader) is unloaded and loaded
+// again: between the two its chain handlers are gone, and an auth or ACL
+// chain asked then would fall through to mqtt.allow_anonymous or acl.conf.
+// `holding` closes that window: while the swap runs, `held(hook)` gives the
+// chain's callers a promise to wait for before they ask the handlers
+// (calls made by the swap itself, e.g. the new load, are not held).
+import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Logger } from '../log.js'
 import type { CHAIN_HOOKS, HookHandlers, HookName } from './types.js'
 
@@ -11,6 +19,10 @@ export class HookRegistry {
   readonly #entries = new Map<HookName, Entry[]>()
   readonly #ordered = new Map<HookName, Array<HookHandlers[HookName]>>()
   #seq = 0
+  /** per held hook, the swaps that hold it (each a promise settled when it ends) */
+  readonly #holds = new Map<HookName, Set<Promise<void>>>()
+  /** marks the async flow of a swap, which its own hold lets through */
+  readonly #swapping = new AsyncLocalStorage<true>()
 
   /** `ownerRank` gives an owner's place in the chain (lower runs first). */
   constructor (private readonly logger: Logger, private ownerRank: (owner: string) => number = () => 0) {}
@@ -42,6 +54,42 @@ export class HookRegistry {
 
   owners (hook: HookName): string[] {
     return [...(this.#entries.get(hook) ?? [])].sort((a, b) => this.#compare(a, b)).map((e) => e.owner)
+  }
+
+  /**
+   * Runs `work` (a plugin's swap) while the chains of `hooks` are held: until
+   * it settles, `held(hook)` answers a promise that settles with it. Calls
+   * made within `work`'s own async flow are not held (a load that waits on
+   * an ACL check would otherwise wait for itself).
+   */
+  async holding<T> (hooks: readonly HookName[], work: () => Promise<T>): Promise<T> {
+    if (hooks.length === 0) return await work()
+    let release!: () => void
+    const done = new Promise<void>((resolve) => { release = resolve })
+    for (const hook of hooks) this.#holds.set(hook, (this.#holds.get(hook) ?? new Set()).add(done))
+    try {
+      return await this.#swapping.run(true, work)
+    } finally {
+      for (const hook of hooks) {
+        const holds = this.#holds.get(hook)!
+        holds.delete(done)
+        if (holds.size === 0) this.#holds.delete(hook)
+      }
+      release()
+    }
+  }
+
+  /** A promise to wait for before asking `hook`'s handlers, while a swap holds it; undefined otherwise (the usual case: one map size read). */
+  held (hook: HookName): Promise<void> | undefined {
+    if (this.#holds.size === 0) return undefined
+    const holds = this.#holds.get(hook)
+    if (holds === undefined || this.#swapping.getStore() === true) return undefined
+    return holds.size === 1 ? holds.values().next().value : Promise.all(holds).then(() => {})
+  }
+
+  /** Resolves once no swap holds `hook` (a new hold may start while one is waited for). */
+  async whenFree (hook: HookName): Promise<void> {
+    for (let wait = this.held(hook); wait !== undefined; wait = this.held(hook)) await wait
   }
 
   /** Calls every handler of a notification hook; a handler's error is logged, never thrown. */

@@ -8,7 +8,7 @@ import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
 import { followingChild, type Logger } from '../log.js'
 import { actionsOf, queriesOf, type ListenerRecord, type NodeOperations } from '../service/operations.js'
-import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
+import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginCode, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
 
@@ -27,7 +27,15 @@ export interface ContextDeps {
   store: (plugin: string) => PluginStore
   logger: Logger
   root: string
+  /** what the `plugin_code` capability grants */
+  pluginCode: PluginCode
 }
+
+/** What each capability hands a plugin whose manifest names it. */
+const GRANTS: { readonly [N in CapabilityName]: (deps: ContextDeps) => Capabilities[N] } = Object.freeze({
+  administration: (deps: ContextDeps) => ({ node: deps.service, pluginRoutes: deps.routes }),
+  plugin_code: (deps: ContextDeps) => deps.pluginCode
+})
 
 /** One load of one plugin: its context, its releases, and its live settings' watchers. */
 export class PluginLoad<C> {
@@ -103,7 +111,7 @@ export class PluginLoad<C> {
       broker: brokerActions(deps),
       capability: <N extends CapabilityName>(capability: N): Capabilities[N] => {
         if (!granted.has(capability)) throw new Error(`plugin ${name} is not granted ${capability}: name it in the plugin's capabilities`)
-        return { node: deps.service, pluginRoutes: deps.routes }
+        return GRANTS[capability](deps)
       }
     }
   }
