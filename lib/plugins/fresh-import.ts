@@ -9,9 +9,11 @@
 // and node: builtins stay the ones the node runs (one RouteError class, one
 // Joi). Nothing is written to disk. The old modules stay in memory: ESM has
 // no way to drop a module.
+import { execFile } from 'node:child_process'
+import { readdir } from 'node:fs/promises'
 import { register } from 'node:module'
-import { dirname } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { dirname, join, sep } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const CODE = 'broker-code'
 /** an import error's message is cut there (a compiler may report pages) */
@@ -51,17 +53,41 @@ export async function importFresh (file: string): Promise<Record<string, unknown
 }
 
 /**
- * Where an import failed, as `file:line: message`: a SyntaxError's stack
- * starts with `file:///…?query:line`; other errors name the first frame in a
- * freshly imported file. The query is left out of the file name.
+ * Why an import failed, as `file:line: message` where the error tells: a
+ * compiler's report (ts-node) names file and line in its message; a
+ * SyntaxError of a module names none in Node 20, so the folder's JS files
+ * are checked one by one (`node --check`) for the first that does not parse;
+ * other errors name the first frame in a freshly imported file. One line.
  */
-export function importFailure (err: unknown): string {
+export async function importFailure (err: unknown, folder: string): Promise<string> {
   const error = err instanceof Error ? err : new Error(String(err))
-  const stack = error.stack ?? ''
-  const located = /^(file:\/\/[^\s?]+)(?:\?\S*?)?:(\d+)\s*$/m.exec(stack.split('\n')[0] ?? '') ??
-    new RegExp(`(file://[^\\s?)]+)\\?${CODE}=[^\\s:)]*:(\\d+)`).exec(stack)
-  // a compiler's report (ts-node) runs over several lines: kept, on one line
-  const message = `${error.name}: ${error.message}`.trim().replace(/\s*\n\s*/g, ' ').slice(0, MAX_MESSAGE)
-  if (located === null) return message
-  return `${decodeURIComponent(new URL(located[1]).pathname)}:${located[2]}: ${message}`
+  const message = oneLine(`${error.name}: ${error.message}`)
+  if (error.name === 'SyntaxError') return await syntaxErrorIn(folder) ?? message
+  const frame = new RegExp(`(file://[^\\s?)]+)\\?${CODE}=[^\\s:)]*:(\\d+)`).exec(error.stack ?? '')
+  return frame === null ? message : `${fileURLToPath(frame[1])}:${frame[2]}: ${message}`
+}
+
+/** A compiler may report pages over many lines: one line, cut. */
+function oneLine (text: string): string {
+  return text.trim().replace(/\s*\n\s*/g, ' ').slice(0, MAX_MESSAGE)
+}
+
+/** At most this many files are checked for a syntax error. */
+const MAX_CHECKED = 200
+
+/** `file:line: SyntaxError: …` of the first JS file of `folder` that does not parse (not in node_modules or test/). */
+async function syntaxErrorIn (folder: string): Promise<string | undefined> {
+  const files = (await readdir(folder, { recursive: true }).catch(() => []))
+    .filter((file) => /\.m?js$/.test(file) && !file.split(sep).some((part) => part === 'node_modules' || part === 'test'))
+    .sort().slice(0, MAX_CHECKED)
+  for (const file of files) {
+    const stderr = await new Promise<string | undefined>((resolve) => {
+      execFile(process.execPath, ['--check', join(folder, file)], { timeout: 10_000 }, (error, _stdout, text) => resolve(error === null ? undefined : text))
+    })
+    if (stderr === undefined) continue
+    const where = /^(.*):(\d+)$/m.exec(stderr)
+    const what = /^SyntaxError: .*$/m.exec(stderr)
+    if (where !== null && what !== null) return oneLine(`${where[1]}:${where[2]}: ${what[0]}`)
+  }
+  return undefined
 }

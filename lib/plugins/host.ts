@@ -202,7 +202,7 @@ export class PluginHost {
       try {
         namespace = await importFresh(file)
       } catch (err) {
-        throw new PluginError('load_failed', `plugin ${name}: its new code does not import: ${importFailure(err)}`, { cause: err })
+        throw new PluginError('load_failed', `plugin ${name}: its new code does not import: ${await importFailure(err, dirname(file))}`, { cause: err })
       }
       const plugin = pluginOf(namespace, file, name)
       const running = this.#loads.get(name)
