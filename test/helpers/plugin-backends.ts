@@ -65,6 +65,8 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_auth_clientid: async () => ({ settings: {} }),
   broker_auth_username: async () => ({ settings: {} }),
   broker_plugin_template: async () => ({ settings: { 'template.greeting_topic': 'greetings' } }),
+  // checks every plugin folder each second; no log file (nothing written into the install)
+  broker_reloader: async () => ({ settings: { 'reloader.interval': '1s', 'reloader.logfile': '' } }),
   broker_auth_jwt: async () => ({ settings: { 'auth.jwt.secret': 'leak-test-secret' } }),
   broker_auth_http: ignoringHttpServer,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
