@@ -11,7 +11,15 @@
 // (calls made by the swap itself, e.g. the new load, are not held).
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Logger } from '../log.js'
-import type { CHAIN_HOOKS, HookHandlers, HookName } from './types.js'
+import type { CHAIN_HOOKS, FOLD_HOOKS, HookHandlers, HookName } from './types.js'
+
+/**
+ * The hooks whose callers wait while `held(hook)` answers a promise: the
+ * chains (authentication, ACL, enhanced auth) and the folds that may answer
+ * asynchronously (`message.publish`, `client.subscribe`). `client.unsubscribe`
+ * and the notifications are synchronous: they run on with what is registered.
+ */
+export const HOLDABLE_HOOKS = Object.freeze(['client.authenticate', 'client.check_acl', 'client.enhanced_auth', 'message.publish', 'client.subscribe'] as const satisfies readonly HookName[])
 
 interface Entry { handler: HookHandlers[HookName], priority: number, owner: string, seq: number }
 
@@ -19,10 +27,15 @@ export class HookRegistry {
   readonly #entries = new Map<HookName, Entry[]>()
   readonly #ordered = new Map<HookName, Array<HookHandlers[HookName]>>()
   #seq = 0
+  readonly #failures = new Map<HookName, { at: number, skipped: number }>()
   /** per held hook, the swaps that hold it (each a promise settled when it ends) */
   readonly #holds = new Map<HookName, Set<Promise<void>>>()
-  /** marks the async flow of a swap, which its own hold lets through */
-  readonly #swapping = new AsyncLocalStorage<true>()
+  /**
+   * marks the async flow of a swap with its hold, which lets that flow
+   * through; a timer or server the swap started keeps the mark, but it is
+   * one of that swap only, so a later swap holds it like any other caller
+   */
+  readonly #swapping = new AsyncLocalStorage<Promise<void>>()
 
   /** `ownerRank` gives an owner's place in the chain (lower runs first). */
   constructor (private readonly logger: Logger, private ownerRank: (owner: string) => number = () => 0) {}
@@ -57,7 +70,7 @@ export class HookRegistry {
   }
 
   /**
-   * Runs `work` (a plugin's swap) while the chains of `hooks` are held: until
+   * Runs `work` (a plugin's swap) while `hooks` (HOLDABLE ones) are held: until
    * it settles, `held(hook)` answers a promise that settles with it. Calls
    * made within `work`'s own async flow are not held (a load that waits on
    * an ACL check would otherwise wait for itself).
@@ -68,7 +81,7 @@ export class HookRegistry {
     const done = new Promise<void>((resolve) => { release = resolve })
     for (const hook of hooks) this.#holds.set(hook, (this.#holds.get(hook) ?? new Set()).add(done))
     try {
-      return await this.#swapping.run(true, work)
+      return await this.#swapping.run(done, work)
     } finally {
       for (const hook of hooks) {
         const holds = this.#holds.get(hook)!
@@ -83,8 +96,11 @@ export class HookRegistry {
   held (hook: HookName): Promise<void> | undefined {
     if (this.#holds.size === 0) return undefined
     const holds = this.#holds.get(hook)
-    if (holds === undefined || this.#swapping.getStore() === true) return undefined
-    return holds.size === 1 ? holds.values().next().value : Promise.all(holds).then(() => {})
+    if (holds === undefined) return undefined
+    const own = this.#swapping.getStore()
+    const others = own === undefined || !holds.has(own) ? [...holds] : [...holds].filter((hold) => hold !== own)
+    if (others.length === 0) return undefined
+    return others.length === 1 ? others[0] : Promise.all(others).then(() => {})
   }
 
   /** Resolves once no swap holds `hook` (a new hold may start while one is waited for). */
@@ -93,7 +109,7 @@ export class HookRegistry {
   }
 
   /** Calls every handler of a notification hook; a handler's error is logged, never thrown. */
-  notify<H extends Exclude<HookName, typeof CHAIN_HOOKS[number]>> (hook: H, ...args: Parameters<HookHandlers[H]>): void {
+  notify<H extends Exclude<HookName, typeof CHAIN_HOOKS[number] | typeof FOLD_HOOKS[number]>> (hook: H, ...args: Parameters<HookHandlers[H]>): void {
     const list = this.#ordered.get(hook)
     if (list === undefined) return
     for (const handler of list) {
@@ -103,6 +119,22 @@ export class HookRegistry {
         this.logger.error({ err, hook }, 'hook handler failed')
       }
     }
+  }
+
+  /**
+   * Logs a fold handler's failure (lib/hooks/folds.ts): one line per hook a
+   * second at most, with how many were left out since, since a broken handler
+   * on the publish path fails once per message.
+   */
+  failed (hook: HookName, err: unknown): void {
+    const now = Date.now()
+    const last = this.#failures.get(hook)
+    if (last !== undefined && now - last.at < 1000) {
+      last.skipped++
+      return
+    }
+    this.#failures.set(hook, { at: now, skipped: 0 })
+    this.logger.error({ err, hook, skipped: last?.skipped ?? 0 }, 'hook handler failed; skipped')
   }
 
   #order (hook: HookName): void {

@@ -7,15 +7,15 @@ import { readdir } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
 import type { Logger } from '../log.js'
 import type { ListenerRecord, NodeOperations } from '../service/operations.js'
 import type { BrokerPlugin, PluginAlarm, PluginCode, PluginStore, PublishRequest } from '../plugin-kit/contract.js'
-import { CHAIN_HOOKS } from '../hooks/types.js'
+import { HOLDABLE_HOOKS, type HookRegistry } from '../hooks/registry.js'
 import { PluginLoad } from './context.js'
 import { importFailure, importFresh } from './fresh-import.js'
+import type { PluginCounters } from '../metrics/plugin-counters.js'
 import { PluginRoutes } from './plugin-routes.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
 import { readPluginConfig, validatePluginConfig } from './plugin-config.js'
@@ -52,6 +52,8 @@ export interface PluginHostOptions {
   store: (plugin: string) => PluginStore
   /** the node's alarms (observability) */
   alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
+  /** the counters plugins add to the node's metrics (observability) */
+  counters: PluginCounters
 }
 
 const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
@@ -190,8 +192,9 @@ export class PluginHost {
    * its settings as its files hold them now, checked by the new schema and
    * `check`. Nothing is unloaded until the new code imported and accepted
    * its settings; a new load that throws brings the old code back (loaded
-   * again with its settings). Throughout the swap the auth/ACL chains the old
-   * load answered in are held, so no client meets the node without them.
+   * again with its settings). Throughout the swap the chains and folds the
+   * old load answered in are held (HOLDABLE_HOOKS), so no client or message
+   * meets the node without them.
    * An inactive plugin only has its code replaced for its next load.
    */
   async replaceCode (name: string): Promise<CodeReplaced> {
@@ -224,7 +227,7 @@ export class PluginHost {
     }
     const old = await this.#module(name)
     const { hooks, logger } = this.options
-    const held = CHAIN_HOOKS.filter((hook) => hooks.owners(hook).includes(name))
+    const held = HOLDABLE_HOOKS.filter((hook) => hooks.owners(hook).includes(name))
     await hooks.holding(held, async () => {
       await this.#unload(name)
       try {
@@ -323,9 +326,9 @@ export class PluginHost {
 
   async #start (name: string, config: unknown, plugin?: BrokerPlugin<unknown>): Promise<void> {
     plugin ??= await this.#module(name)
-    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms } = this.options
+    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, counters } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, config: nodeConfig, service, publish, store, logger, root, pluginCode: this.#pluginCode })
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, logger, root, pluginCode: this.#pluginCode })
     try {
       await plugin.load(load.context)
     } catch (err) {

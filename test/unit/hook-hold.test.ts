@@ -1,11 +1,14 @@
 // The registry's hold (a plugin's code swapped by broker_reloader): while a
 // swap runs, the chains it holds make their callers wait, except calls made
 // by the swap itself; the hold ends with the swap, also when it fails.
+import { AsyncResource } from 'node:async_hooks'
 import t from 'tap'
 import { AccessControl } from '../../lib/access/access-control.js'
 import { detachedState } from '../../lib/access/client-state.js'
 import { Config } from '../../lib/config/store.js'
+import { foldPublish, foldSubscribe } from '../../lib/hooks/folds.js'
 import { HookRegistry } from '../../lib/hooks/registry.js'
+import type { ClientInfo, PublishMessage } from '../../lib/hooks/types.js'
 import { createLogger } from '../../lib/log.js'
 
 const logger = createLogger('silent', false)
@@ -80,4 +83,39 @@ t.test('an ACL check during a swap answers after it, with the handlers then regi
   await swapping
   t.equal(await held, false, 'answered by the new handler')
   t.equal(access.check(state, 'publish', 'secret/x'), false, 'and synchronously again once free')
+})
+
+t.test('what a swap started (a timer, a server) is held by a later swap', async (t) => {
+  const hooks = new HookRegistry(logger)
+  let ask!: () => Promise<void> | undefined
+  await hooks.holding(['client.authenticate'], async () => {
+    // a callback bound where the swap runs, as a timer or a server's connections are
+    ask = AsyncResource.bind(() => hooks.held('client.authenticate'))
+    t.equal(ask(), undefined, 'within its own swap: not held')
+  })
+  const second = gate()
+  const swapping = hooks.holding(['client.authenticate'], async () => { await second.promise })
+  t.type(ask(), Promise, 'in another swap: held')
+  second.open()
+  await swapping
+})
+
+t.test('the folds wait too, then run the handlers registered by then', async (t) => {
+  const hooks = new HookRegistry(logger)
+  const client: ClientInfo = { clientId: 'c', username: 'u', ipAddress: '127.0.0.1', port: 1, protocol: 'mqtt:tcp', protoVer: 4, peercert: 'nossl', mountpoint: '', isSuperuser: false }
+  const message = { topic: 'a', payload: Buffer.from('x'), qos: 0, retain: false, authorize: () => true } as unknown as PublishMessage
+  const swap = gate()
+  const swapping = hooks.holding(['message.publish', 'client.subscribe'], async () => {
+    await swap.promise
+    hooks.add('message.publish', () => ({ topic: 'rewritten' }), 'plugin_new')
+    hooks.add('client.subscribe', () => ({ stop: 0x87 }), 'plugin_new')
+  })
+  const published = foldPublish(hooks, message)
+  const subscribed = foldSubscribe(hooks, client, { topic: 'x', qos: 1 })
+  t.type(published, Promise)
+  t.type(subscribed, Promise)
+  swap.open()
+  await swapping
+  t.match(await published, { topic: 'rewritten' })
+  t.same(await subscribed, { stop: 0x87 })
 })
