@@ -6,7 +6,7 @@
 // Then reloads under steady connect traffic: no refused client gets in.
 import t from 'tap'
 import { startPluginNode, type IClientOptions, type MqttClient } from '../../../lib/plugin-kit/testing.js'
-import { GATE_PLUGIN, writeGatePlugin } from './fixtures.js'
+import { GATE_PLUGIN, writeGatePlugin, until } from './fixtures.js'
 
 const dir = t.testdir({})
 await writeGatePlugin(dir, 'ts')
@@ -42,13 +42,6 @@ async function granted (client: MqttClient, topic: string): Promise<number[]> {
 
 const counter = (key: string): number => (node.service.metrics() as unknown as Record<string, number>)[key] ?? 0
 
-async function until (what: string, check: () => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 t.test('clients that arrive while the handlers are gone wait for the new ones', async (t) => {
   t.equal(await knock({ clientId: 'bad-0', username: 'bad' }), 0x87, 'refused by the plugin')

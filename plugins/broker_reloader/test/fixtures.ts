@@ -103,3 +103,12 @@ export default definePlugin({
 })
 `)
 }
+
+/** Resolves once `check` is true, looking every 20 ms; fails after a generous deadline (a loaded CI box is slow). */
+export async function until (what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!await check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}

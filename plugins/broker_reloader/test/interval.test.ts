@@ -11,15 +11,8 @@ import { createInterface } from 'node:readline'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { connectMqtt, INSTALL_ROOT, startPluginNode } from '../../../lib/plugin-kit/testing.js'
-import { CODE_PLUGIN, writeAnswer, writeCodePlugin } from './fixtures.js'
+import { CODE_PLUGIN, writeAnswer, writeCodePlugin, until } from './fixtures.js'
 
-async function until (what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!await check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 const logLines = async (file: string): Promise<string[]> => (await readFile(file, 'utf8').catch(() => '')).trim().split('\n').filter((l) => l !== '')
 

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { CtlError, startPluginNode, type MqttClient } from '../../../lib/plugin-kit/testing.js'
-import { CODE_PLUGIN, writeAnswer, writeCodePlugin } from './fixtures.js'
+import { CODE_PLUGIN, writeAnswer, writeCodePlugin, until } from './fixtures.js'
 
 const dir = t.testdir({})
 await writeCodePlugin(dir, 'ts')
@@ -33,14 +33,6 @@ async function refused (plugin = CODE_PLUGIN): Promise<CtlError> {
 }
 const logLines = async (): Promise<string[]> => (await readFile(logFile, 'utf8')).trim().split('\n')
 
-/** Resolves once `check` is true, looking every 20 ms; fails after a generous deadline. */
-async function until (what: string, check: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!await check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 t.test('a change of a second module alone is reloaded; the old load is gone, clients stay', async (t) => {
   t.equal(await fixture(), 'v1')
