@@ -96,7 +96,7 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, guard, lo
     const exchanged = enhanced.takeVerdict(client)
     if (exchanged !== undefined) return { allow: true, ...exchanged }
     // a plugin being swapped (broker_reloader) holds the chain: its handlers are briefly gone
-    await hooks.whenFree('client.authenticate')
+    if (hooks.held('client.authenticate') !== undefined) await hooks.whenFree('client.authenticate')
     return await runChain(hooks.handlers('client.authenticate'), { client: info, password }, chain, undefined)
   }
 

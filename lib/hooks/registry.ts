@@ -4,11 +4,12 @@
 // handler is added or removed, so the hot path reads a plain array.
 //
 // A plugin whose code is replaced (broker_reloader) is unloaded and loaded
-// again: between the two its chain handlers are gone, and an auth or ACL
-// chain asked then would fall through to mqtt.allow_anonymous or acl.conf.
-// `holding` closes that window: while the swap runs, `held(hook)` gives the
-// chain's callers a promise to wait for before they ask the handlers
-// (calls made by the swap itself, e.g. the new load, are not held).
+// again: between the two its handlers are gone, and an auth or ACL chain
+// asked then would fall through to mqtt.allow_anonymous or acl.conf, a fold
+// would let a message pass unchanged. `holding` closes that window: while
+// the swap runs, `held(hook)` gives the callers of those hooks a promise to
+// wait for before they ask the handlers (calls made by the swap itself,
+// e.g. the new load, are not held).
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Logger } from '../log.js'
 import type { CHAIN_HOOKS, FOLD_HOOKS, HookHandlers, HookName } from './types.js'

@@ -16,9 +16,9 @@ import { dirname, join, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const CODE = 'broker-code'
+const SCOPE = 'broker-scope'
 /** an import error's message is cut there (a compiler may report pages) */
 const MAX_MESSAGE = 2000
-const SCOPE = 'broker-scope'
 
 /** The loader hook (runs on Node's hooks thread): passes a fresh-import query on to the plugin's own modules. */
 const HOOK_SOURCE = `
