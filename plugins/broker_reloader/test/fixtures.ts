@@ -12,6 +12,9 @@ export type Ext = 'ts' | 'js'
 
 const kit = (ext: Ext): string => pathToFileURL(join(INSTALL_ROOT, ext === 'ts' ? 'lib/plugin-kit/index.js' : 'dist/lib/plugin-kit/index.js')).href
 
+/** The fixtures are plain JS in either form: not type-checked (tap with TAP_TYPECHECK=1 would refuse them). */
+const NO_CHECK: Record<Ext, string> = { ts: '// @ts-nocheck\n', js: '' }
+
 export const CODE_PLUGIN = 'broker_fixture_code'
 export const GATE_PLUGIN = 'broker_fixture_gate'
 
@@ -42,7 +45,7 @@ export async function writeCodePlugin (dir: string, ext: Ext, v: CodeVersion = {
   const folder = join(dir, CODE_PLUGIN)
   await mkdir(join(folder, 'lib'), { recursive: true })
   await writeAnswer(dir, ext, v.answer ?? 'v1', v.answerTail)
-  await writeFile(join(folder, `index.${ext}`), `import Joi from 'joi'
+  await writeFile(join(folder, `index.${ext}`), `${NO_CHECK[ext]}import Joi from 'joi'
 import { definePlugin, RouteError } from '${kit(ext)}'
 import { answer } from './lib/answer.js'
 
@@ -84,7 +87,7 @@ export async function writeAnswer (dir: string, ext: Ext, answer: string, tail =
 export async function writeGatePlugin (dir: string, ext: Ext, version = '1.0.0'): Promise<void> {
   const folder = join(dir, GATE_PLUGIN)
   await mkdir(folder, { recursive: true })
-  await writeFile(join(folder, `index.${ext}`), `import Joi from 'joi'
+  await writeFile(join(folder, `index.${ext}`), `${NO_CHECK[ext]}import Joi from 'joi'
 import { definePlugin } from '${kit(ext)}'
 
 export default definePlugin({

@@ -162,3 +162,13 @@ t.test('reloading the management API answers first, then reloads it', async (t) 
   t.match((await logLines()).at(-1), `broker_management@${nodeName} by api: reloaded`)
   t.equal((await harness.http('GET', '/fixture/version')).status, 200, 'the new API serves')
 })
+
+t.test('unloaded through the API its command and route are gone; loaded again they serve', async (t) => {
+  t.equal((await harness.http('PUT', `/nodes/${nodeName}/plugins/broker_reloader/unload`)).status, 200)
+  t.equal(node.plugins.registrations('broker_reloader'), 0, 'nothing of it left')
+  t.match(await node.commands.run(['reload', CODE_PLUGIN]).then(() => undefined, (err: CtlError) => err), { exit: 2, message: /unknown command: reload \(broker_reloader adds it/ })
+  t.equal((await harness.http('PUT', `/nodes/${nodeName}/plugins/${CODE_PLUGIN}/reload`)).status, 404)
+  t.equal((await harness.http('PUT', `/nodes/${nodeName}/plugins/broker_reloader/load`)).status, 200)
+  t.match(await reload(), { plugin: CODE_PLUGIN, active: true })
+  t.match((await harness.http('PUT', `/nodes/${nodeName}/plugins/${CODE_PLUGIN}/reload`)), { status: 200 })
+})
