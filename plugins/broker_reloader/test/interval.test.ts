@@ -10,7 +10,8 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
-import { connectMqtt, INSTALL_ROOT, startPluginNode } from '../../../lib/plugin-kit/testing.js'
+import { connectMqtt, INSTALL_ROOT, readPluginConfigLines, startPluginNode, validatePluginConfig } from '../../../lib/plugin-kit/testing.js'
+import { schema } from '../index.js'
 import { CODE_PLUGIN, writeAnswer, writeCodePlugin, until } from './fixtures.js'
 
 
@@ -50,7 +51,10 @@ t.test('a changed plugin is reloaded by the interval check; a broken change is r
   t.ok(client.connected)
 })
 
-t.test('settings the reloader refuses', async (t) => {
+t.test('the shipped settings file holds the defaults; settings the reloader refuses', async (t) => {
+  const shipped = join(INSTALL_ROOT, 'etc', 'plugins', 'broker_reloader.conf')
+  t.same(validatePluginConfig(schema, await readPluginConfigLines(shipped), shipped), { 'reloader.interval': 60_000, 'reloader.logfile': 'log/reloader.log' })
+  t.same(validatePluginConfig(schema, [], shipped), { 'reloader.interval': 60_000, 'reloader.logfile': 'log/reloader.log' }, 'the same as the schema\'s defaults')
   const refused = async (settings: Record<string, string>): Promise<string> =>
     await startPluginNode({ plugin: 'broker_reloader', settings }).then(async (node) => { await node.stop(); return 'loaded' }, (err: Error) => err.message)
   t.match(await refused({ 'reloader.interval': 'soon' }), /broker_reloader\.conf:1: reloader\.interval: .*"soon" is not a duration/)
