@@ -57,14 +57,25 @@ export async function importFresh (file: string): Promise<Record<string, unknown
  * compiler's report (ts-node) names file and line in its message; a
  * SyntaxError of a module names none in Node 20, so the folder's JS files
  * are checked one by one (`node --check`) for the first that does not parse;
- * other errors name the first frame in a freshly imported file. One line.
+ * other errors name their first frame in the plugin's folder. One line.
  */
 export async function importFailure (err: unknown, folder: string): Promise<string> {
   const error = err instanceof Error ? err : new Error(String(err))
   const message = oneLine(`${error.name}: ${error.message}`)
   if (error.name === 'SyntaxError') return await syntaxErrorIn(folder) ?? message
-  const frame = new RegExp(`(file://[^\\s?)]+)\\?${CODE}=[^\\s:)]*:(\\d+)`).exec(error.stack ?? '')
-  return frame === null ? message : `${fileURLToPath(frame[1])}:${frame[2]}: ${message}`
+  const frame = frameIn(error.stack ?? '', folder)
+  return frame === undefined ? message : `${frame}: ${message}`
+}
+
+/** `file:line` of the stack's first frame in `folder`: a file URL (with the fresh-import query) or, source-mapped, a path. */
+function frameIn (stack: string, folder: string): string | undefined {
+  for (const line of stack.split('\n').slice(1)) {
+    const found = /(file:\/\/[^\s?)]+|\/[^\s?():]+)(?:\?[^\s:)]*)?:(\d+)(?::\d+)?\)?$/.exec(line.trim())
+    if (found === null) continue
+    const path = found[1].startsWith('file:') ? fileURLToPath(found[1]) : found[1]
+    if (path.startsWith(folder + sep)) return `${path}:${found[2]}`
+  }
+  return undefined
 }
 
 /** A compiler may report pages over many lines: one line, cut. */

@@ -114,6 +114,8 @@ process.once('SIGTERM', () => { node.stop().then(() => process.exit(0)) })
   t.equal(broken.code, 1, 'a failed reload exits 1')
   t.match(broken.stderr, new RegExp(`its new code does not import: \\S*${CODE_PLUGIN}/lib/answer\\.js:\\d+: SyntaxError: `), 'naming the file and line')
   t.equal((await ctl(dataDir, 'fixture')).stdout, 'v2\n', 'the old code runs on')
+  await writeAnswer(dir, 'js', 'v3', "throw new Error('v3 throws at import')")
+  t.match((await ctl(dataDir, 'reload', CODE_PLUGIN)).stderr, new RegExp(`its new code does not import: \\S*${CODE_PLUGIN}/lib/answer\\.js:2: Error: v3 throws at import`), 'an error thrown at import: its file and line')
 
   await writeAnswer(dir, 'js', 'v4')
   const fixed = await ctl(dataDir, 'reload', CODE_PLUGIN)

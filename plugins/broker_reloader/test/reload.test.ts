@@ -90,6 +90,11 @@ t.test('a broken new version leaves the old one running and says why', async (t)
       why: new RegExp(`${CODE_PLUGIN}: its new code does not import: .*answer\\.ts`)
     },
     {
+      what: 'a module that throws as it is imported',
+      write: async () => { await writeAnswer(dir, 'ts', 'v3', "throw new Error('v3 throws at import')") },
+      why: new RegExp(`${CODE_PLUGIN}: its new code does not import: \\S*${CODE_PLUGIN}/lib/answer\\.ts:2: Error: v3 throws at import`)
+    },
+    {
       what: 'a load that throws',
       write: async () => { await writeCodePlugin(dir, 'ts', { answer: 'v3', loadPrelude: "throw new Error('v3 will not load')" }) },
       why: new RegExp(`${CODE_PLUGIN}: its new code failed to load: v3 will not load; its old code was loaded again`)
