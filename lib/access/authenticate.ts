@@ -90,6 +90,8 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, guard, lo
     // an MQTT 5 enhanced authentication exchange already decided
     const exchanged = enhanced.takeVerdict(client)
     if (exchanged !== undefined) return { allow: true, ...exchanged }
+    // a plugin being swapped (broker_reloader) holds the chain: its handlers are briefly gone
+    if (hooks.held('client.authenticate') !== undefined) await hooks.whenFree('client.authenticate')
     return await runChain(hooks.handlers('client.authenticate'), { client: info, password }, chain, undefined)
   }
 

@@ -10,7 +10,7 @@ import type Joi from 'joi'
 import type { HookHandlers, HookName, PublishProperties } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import type { CtlCommand } from '../ctl/command.js'
-import type { BrokerActions as OperationActions, ListenerRecord, NodeOperations, NodeQueries as OperationQueries } from '../service/operations.js'
+import type { BrokerActions as OperationActions, CodeReplaced, ListenerRecord, NodeOperations, NodeQueries as OperationQueries, PluginRecord } from '../service/operations.js'
 
 /** Durable key → string storage of one plugin, kept in the node's store. */
 export interface PluginStore {
@@ -96,9 +96,28 @@ export interface Administration {
   }
 }
 
+/**
+ * The plugins' code, replaced at run time (broker_reloader): narrower than
+ * `administration`, it reads the plugin list and swaps one plugin's code.
+ */
+export interface PluginCode {
+  /** the plugins found on this node, with their version and whether each runs */
+  plugins: () => Promise<PluginRecord[]>
+  /** the folder this node imports the plugin's code from: its built JS (dist/plugins/<name>/), or its sources when the node runs from TypeScript */
+  folder: (name: string) => string
+  /**
+   * Imports the plugin's code afresh and swaps its running load for one of
+   * the new code, on `node` (default this node); a failure leaves the old
+   * code running and says why. Refusals are the node's operations' errors
+   * (`kind`: `not_found`, `failed`, `badrpc`).
+   */
+  reload: (name: string, node?: string) => Promise<CodeReplaced>
+}
+
 /** What a capability grants; a plugin names the capabilities it needs in its manifest. */
 export interface Capabilities {
   administration: Administration
+  plugin_code: PluginCode
 }
 export type CapabilityName = keyof Capabilities
 
@@ -198,7 +217,7 @@ export interface BrokerPlugin<C = Record<string, unknown>> {
   description: string
   /** a Joi object over the flat setting keys, e.g. `'auth.http.auth_req'`; `.meta({ live: true })` on a key makes it live */
   schema: Joi.ObjectSchema<C>
-  /** capabilities beyond the plugin view, granted by name (`administration`: broker_management) */
+  /** capabilities beyond the plugin view, granted by name (`administration`: broker_management; `plugin_code`: broker_reloader) */
   capabilities?: readonly CapabilityName[]
   /** registers everything through `ctx`; what it opens is released by the host */
   load: (ctx: PluginContext<C>) => void | Promise<void>

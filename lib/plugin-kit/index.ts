@@ -7,7 +7,7 @@ export type { AclAccess, AuthenticateAnswer, AuthenticateRequest, CheckAclReques
 export { CtlError, output, usageError, type CtlCommand, type CtlOutput, type UsageLine } from '../ctl/command.js'
 export type { Logger } from '../log.js'
 export { limitedLog, type LimitedLog, type LogLimit } from '../log-limit.js'
-export type { ListenerRecord } from '../service/operations.js'
+export type { CodeReplaced, ListenerRecord, PluginRecord } from '../service/operations.js'
 export { parseBytesize, parseDuration } from '../config/types.js'
 export { datetime } from '../sys/node-info.js'
 export { compileTopicFilter, isLevelValue, topicMatches } from '../access/acl-match.js'

@@ -8,7 +8,7 @@ import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
 import { followingChild, type Logger } from '../log.js'
 import { actionsOf, queriesOf, type ListenerRecord, type NodeOperations } from '../service/operations.js'
-import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
+import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginCode, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
 import { METRIC_KEYS } from '../metrics/metrics.js'
@@ -34,6 +34,8 @@ export interface ContextDeps {
   cluster: ClusterDeps
   logger: Logger
   root: string
+  /** what the `plugin_code` capability grants */
+  pluginCode: PluginCode
 }
 
 /** The cluster as the host shares it with the loads: the live nodes now, and who to tell when a node leaves. */
@@ -42,6 +44,12 @@ export interface ClusterDeps {
   /** the loads' `onNodeLeft` handlers, each removed at its load's unload */
   nodeLeft: Set<(node: string) => void>
 }
+
+/** What each capability hands a plugin whose manifest names it. */
+const GRANTS: { readonly [N in CapabilityName]: (deps: ContextDeps) => Capabilities[N] } = Object.freeze({
+  administration: (deps: ContextDeps) => ({ node: deps.service, pluginRoutes: deps.routes }),
+  plugin_code: (deps: ContextDeps) => deps.pluginCode
+})
 
 /** One load of one plugin: its context, its releases, and its live settings' watchers. */
 export class PluginLoad<C> {
@@ -132,7 +140,7 @@ export class PluginLoad<C> {
       },
       capability: <N extends CapabilityName>(capability: N): Capabilities[N] => {
         if (!granted.has(capability)) throw new Error(`plugin ${name} is not granted ${capability}: name it in the plugin's capabilities`)
-        return { node: deps.service, pluginRoutes: deps.routes }
+        return GRANTS[capability](deps)
       }
     }
   }

@@ -7,13 +7,14 @@ import { readdir } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
 import type { Logger } from '../log.js'
 import type { ListenerRecord, NodeOperations } from '../service/operations.js'
-import type { BrokerPlugin, PluginAlarm, PluginStore, PublishRequest } from '../plugin-kit/contract.js'
+import type { BrokerPlugin, PluginAlarm, PluginCode, PluginStore, PublishRequest } from '../plugin-kit/contract.js'
+import { HOLDABLE_HOOKS, type HookRegistry } from '../hooks/registry.js'
 import { PluginLoad } from './context.js'
+import { importFailure, importFresh } from './fresh-import.js'
 import type { PluginCounters } from '../metrics/plugin-counters.js'
 import { PluginRoutes } from './plugin-routes.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
@@ -28,6 +29,8 @@ export class PluginError extends Error {
 }
 
 export interface PluginRecord { name: string, version: string, description: string, active: boolean }
+/** A plugin whose code was replaced: its new version, and whether it runs (else the new code waits for its next load). */
+export interface CodeReplaced { plugin: string, version: string, active: boolean }
 
 export interface PluginHostOptions {
   /** folders holding broker_* plugin folders, searched in order */
@@ -78,6 +81,15 @@ export class PluginHost {
   #order: string[] = []
   /** load/unload/reload run one at a time */
   #queue: Promise<unknown> = Promise.resolve()
+  /** the `plugin_code` capability (broker_reloader) */
+  readonly #pluginCode: PluginCode = {
+    plugins: async () => await this.list(),
+    folder: (name) => this.codeFolder(name),
+    reload: async (name, node) => {
+      const { service } = this.options
+      return node === undefined || node === service.name ? await service.reloadPluginCode(name) : await service.cluster.on(node, 'reloadPluginCode', name)
+    }
+  }
 
   constructor (private readonly options: PluginHostOptions) {}
 
@@ -178,6 +190,72 @@ export class PluginHost {
     })
   }
 
+  /**
+   * Imports the plugin's code afresh (every module of its folder: fresh-import.ts)
+   * and, when it runs, swaps the running load for one of the new code with
+   * its settings as its files hold them now, checked by the new schema and
+   * `check`. Nothing is unloaded until the new code imported and accepted
+   * its settings; a new load that throws brings the old code back (loaded
+   * again with its settings). Throughout the swap the chains and folds the
+   * old load answered in are held (HOLDABLE_HOOKS), so no client or message
+   * meets the node without them.
+   * An inactive plugin only has its code replaced for its next load.
+   */
+  async replaceCode (name: string): Promise<CodeReplaced> {
+    return await this.#serial(async () => {
+      const file = this.#modules.get(name)
+      if (file === undefined) throw new PluginError('not_found', `plugin ${name} not found`)
+      let namespace: Record<string, unknown>
+      try {
+        namespace = await importFresh(file)
+      } catch (err) {
+        throw new PluginError('load_failed', `plugin ${name}: its new code does not import: ${await importFailure(err, dirname(file))}`, { cause: err })
+      }
+      const plugin = pluginOf(namespace, file, name)
+      const running = this.#loads.get(name)
+      if (running !== undefined) await this.#swap(name, running, plugin)
+      this.#plugins.set(name, plugin)
+      this.#namespaces.set(name, namespace)
+      this.options.logger.info({ plugin: name, version: plugin.version, active: running !== undefined }, 'plugin code replaced')
+      return { plugin: name, version: plugin.version, active: running !== undefined }
+    })
+  }
+
+  async #swap (name: string, running: PluginLoad<unknown>, plugin: BrokerPlugin<unknown>): Promise<void> {
+    let config: unknown
+    try {
+      config = await this.#config(name, plugin)
+      await plugin.check?.(config, this.options.root)
+    } catch (err) {
+      throw new PluginError('load_failed', `plugin ${name}: its new code refuses its settings: ${(err as Error).message}`, { cause: err })
+    }
+    const old = await this.#module(name)
+    const { hooks, logger } = this.options
+    const held = HOLDABLE_HOOKS.filter((hook) => hooks.owners(hook).includes(name))
+    await hooks.holding(held, async () => {
+      await this.#unload(name)
+      try {
+        await this.#start(name, config, plugin)
+      } catch (err) {
+        const why = ((err as Error).cause as Error | undefined)?.message ?? (err as Error).message
+        try {
+          await this.#start(name, running.config, old)
+        } catch (again) {
+          logger.error({ plugin: name, err: (again as Error).message }, 'the old code of the plugin failed to load again: the plugin is not running')
+          throw new PluginError('load_failed', `plugin ${name}: its new code failed to load: ${why}; its old code failed to load again: ${(again as Error).message}`, { cause: err })
+        }
+        throw new PluginError('load_failed', `plugin ${name}: its new code failed to load: ${why}; its old code was loaded again`, { cause: err })
+      }
+    })
+  }
+
+  /** The folder the plugin's code is imported from (its index.js in dist/, or index.ts when the node runs from sources). */
+  codeFolder (name: string): string {
+    const file = this.#modules.get(name)
+    if (file === undefined) throw new PluginError('not_found', `plugin ${name} not found`)
+    return dirname(file)
+  }
+
   async #serial<T> (operation: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(operation, operation)
     this.#queue = run.catch(() => {})
@@ -220,14 +298,8 @@ export class PluginHost {
     if (cached) return cached
     const file = this.#modules.get(name)
     if (file === undefined) throw new PluginError('not_found', `plugin ${name} not found`)
-    const namespace = await import(pathToFileURL(file).href) as { default: BrokerPlugin<unknown> }
-    const plugin = namespace.default
-    if (plugin?.name !== name || typeof plugin.load !== 'function') {
-      throw new PluginError('load_failed', `${file} does not export a plugin named ${name}`)
-    }
-    if ('unload' in plugin) {
-      throw new PluginError('load_failed', `${file} exports unload(): plugin contract v2 releases what load registered through ctx (use ctx.onUnload)`)
-    }
+    const namespace = await import(pathToFileURL(file).href) as Record<string, unknown>
+    const plugin = pluginOf(namespace, file, name)
     this.#plugins.set(name, plugin)
     this.#namespaces.set(name, namespace)
     return plugin
@@ -250,18 +322,18 @@ export class PluginHost {
   }
 
   /** Reads etc/plugins/<name>.conf, then data/plugins/<name>.conf over it, and validates; an error names file and line. */
-  async #config (name: string): Promise<unknown> {
-    const plugin = await this.#module(name)
+  async #config (name: string, plugin?: BrokerPlugin<unknown>): Promise<unknown> {
+    plugin ??= await this.#module(name)
     const file = this.configFile(name)
     return validatePluginConfig(plugin.schema, await readPluginConfig(file, this.overrideFile(name)), file)
   }
 
-  async #start (name: string, config: unknown): Promise<void> {
-    const plugin = await this.#module(name)
+  async #start (name: string, config: unknown, plugin?: BrokerPlugin<unknown>): Promise<void> {
+    plugin ??= await this.#module(name)
     const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, counters } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
     const cluster = { nodes: this.options.clusterNodes, nodeLeft: this.#nodeLeft }
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, cluster, logger, root })
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, cluster, logger, root, pluginCode: this.#pluginCode })
     try {
       await plugin.load(load.context)
     } catch (err) {
@@ -306,6 +378,18 @@ export class PluginHost {
   registrations (name: string): number {
     return this.#loads.get(name)?.releases.size ?? 0
   }
+}
+
+/** The plugin a module exports, checked against the contract (v2). */
+function pluginOf (namespace: Record<string, unknown>, file: string, name: string): BrokerPlugin<unknown> {
+  const plugin = namespace.default as BrokerPlugin<unknown> | undefined
+  if (plugin?.name !== name || typeof plugin.load !== 'function') {
+    throw new PluginError('load_failed', `${file} does not export a plugin named ${name}`)
+  }
+  if ('unload' in plugin) {
+    throw new PluginError('load_failed', `${file} exports unload(): plugin contract v2 releases what load registered through ctx (use ctx.onUnload)`)
+  }
+  return plugin
 }
 
 /** The keys whose values differ between two validated settings objects. */

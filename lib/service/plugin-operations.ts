@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises'
 import { parseConfigText } from '../config/parse.js'
 import type { BrokerPlugin } from '../plugin-kit/contract.js'
-import type { PluginHost, PluginRecord } from '../plugins/host.js'
+import type { CodeReplaced, PluginHost, PluginRecord } from '../plugins/host.js'
 import { overrideText, readPluginConfig, readPluginConfigLines, removeConfigKeys, resetToDefaults, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
 import type { OperationContext } from './context.js'
 import type { PluginSetting } from './facts.js'
@@ -16,6 +16,12 @@ export interface PluginOperations {
   unloadPlugin: (name: string) => Promise<void>
   /** Re-reads a plugin's settings and restarts it (loads it when inactive). */
   reloadPlugin: (name: string) => Promise<void>
+  /**
+   * Imports a plugin's code afresh and swaps its running load for the new
+   * code's (broker_reloader); `failed` with why when the new code does not
+   * import, refuses its settings or fails to load (the old code runs on).
+   */
+  reloadPluginCode: (name: string) => Promise<CodeReplaced>
   /**
    * A plugin's settings, the values in force: through the plugin module's
    * `describeSettings(settings)` when it exports one, else every key of its
@@ -57,6 +63,14 @@ export function pluginOperations ({ parts }: OperationContext): PluginOperations
     unloadPlugin: async (name) => { await refusing(async () => await host().unload(name)) },
     // an unknown plugin is inactive, so reload goes to load, which refuses it (not_found)
     reloadPlugin: async (name) => { await refusing(async () => await host().reload(name)) },
+    reloadPluginCode: async (name) => await refusing(async () => {
+      try {
+        return await host().replaceCode(name)
+      } catch (err) {
+        if ((err as { code?: string }).code === 'load_failed') throw new ServiceError('failed', (err as Error).message)
+        throw err
+      }
+    }),
     pluginSettings: async (name) => {
       const plugins = host()
       const file = await refusing(() => plugins.configFile(name))

@@ -77,6 +77,8 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
     }
   }),
   broker_delayed_publish: async () => ({ settings: { 'delayed.max_delayed_messages': 1000 } }),
+  // checks every plugin folder each second; no log file (nothing written into the install)
+  broker_reloader: async () => ({ settings: { 'reloader.interval': '1s', 'reloader.logfile': '' } }),
   broker_auth_jwt: async () => ({ settings: { 'auth.jwt.secret': 'leak-test-secret' } }),
   broker_auth_http: ignoringHttpServer,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
