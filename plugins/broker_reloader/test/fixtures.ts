@@ -37,7 +37,8 @@ export interface CodeVersion {
  * broker_fixture_code: a hook (publishes `fixture/connected/<id>` with the
  * answer), two routes (`GET /fixture/version`, `GET /fixture/refuse` throwing
  * the kit's RouteError), a ctl command `fixture` and a 20 ms timer counting
- * ticks per answer in `globalThis.__fixtureTicks`. The answer comes from a
+ * ticks per answer in `globalThis.__fixtureTicks`; no version loads while
+ * `globalThis.__fixtureRefuseLoads` is set. The answer comes from a
  * second module, lib/answer, so a change of that file alone is a change of
  * the plugin.
  */
@@ -57,6 +58,7 @@ export default definePlugin({
   description: 'code reload fixture',
   schema: Joi.object({ 'fixture.greeting': ${v.greetingSchema ?? "Joi.string().default('hi')"} }),
   load (ctx) {
+    if (globalThis.__fixtureRefuseLoads) throw new Error('no load now')
     ${v.loadPrelude ?? ''}
     ctx.hooks.add('client.connected', (client) => {
       ctx.broker.publish({ topic: 'fixture/connected/' + client.clientId, payload: answer() }).catch(() => {})

@@ -151,6 +151,18 @@ t.test('what the reloader refuses', async (t) => {
   }
 })
 
+t.test('when the old code does not load again either, the plugin is not running and the reason says so', async (t) => {
+  const global = globalThis as unknown as { __fixtureRefuseLoads?: boolean }
+  global.__fixtureRefuseLoads = true
+  t.teardown(() => { delete global.__fixtureRefuseLoads })
+  t.match((await refused()).message, `${CODE_PLUGIN}: its new code failed to load: no load now; its old code failed to load again: plugin ${CODE_PLUGIN} failed to load: no load now`)
+  t.equal(node.plugins.isActive(CODE_PLUGIN), false)
+  t.equal(node.plugins.registrations(CODE_PLUGIN), 0, 'nothing of either load left')
+  delete global.__fixtureRefuseLoads
+  await node.plugins.load(CODE_PLUGIN)
+  t.equal(await fixture(), 'v3', 'it loads again by hand')
+})
+
 t.test('an inactive plugin gets its new code at its next load', async (t) => {
   await node.plugins.unload(CODE_PLUGIN)
   await writeAnswer(dir, 'ts', 'v4')
