@@ -10,6 +10,8 @@ export interface TextStore {
   put: (key: string, value: string) => Promise<void>
   del: (key: string) => Promise<void>
   entries: () => AsyncIterable<[string, string]>
+  /** how many keys it holds (Redis: HLEN; LevelDB counts its keys) */
+  size: () => Promise<number>
 }
 
 /** Where the sections live. */
@@ -22,7 +24,12 @@ export function levelTextStores (db: Level<string, Buffer>): TextStores {
       get: async (key) => await level.get(key),
       put: async (key, value) => { await level.put(key, value) },
       del: async (key) => { await level.del(key) },
-      entries: () => level.iterator()
+      entries: () => level.iterator(),
+      size: async () => {
+        let n = 0
+        for await (const _key of level.keys()) n++
+        return n
+      }
     }
   }
 }
@@ -38,7 +45,8 @@ export function redisTextStores (redis: Redis, prefix: string): TextStores {
       async * entries () {
         const all = await redis.hgetall(hash)
         yield * Object.keys(all).sort().map((key): [string, string] => [key, all[key]])
-      }
+      },
+      size: async () => await redis.hlen(hash)
     }
   }
 }

@@ -37,7 +37,8 @@ export function memoryStore (): PluginStore {
     get: async (key) => map.get(key),
     put: async (key, value) => { map.set(key, value) },
     del: async (key) => { map.delete(key) },
-    async * entries () { yield * [...map.entries()].sort(([a], [b]) => a.localeCompare(b)) }
+    async * entries () { yield * [...map.entries()].sort(([a], [b]) => a.localeCompare(b)) },
+    size: async () => map.size
   }
 }
 

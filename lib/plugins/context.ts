@@ -9,6 +9,7 @@ import type { Config } from '../config/store.js'
 import { followingChild, type Logger } from '../log.js'
 import { actionsOf, queriesOf, type ListenerRecord, type NodeOperations } from '../service/operations.js'
 import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
+import type { RetainedMessages } from '../engine/retained.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
 
@@ -25,6 +26,8 @@ export interface ContextDeps {
   service: NodeOperations
   publish: (message: PublishRequest) => Promise<void>
   store: (plugin: string) => PluginStore
+  /** the slot of the `retained` capability */
+  retained: Pick<RetainedMessages, 'slot'>
   logger: Logger
   root: string
 }
@@ -103,7 +106,10 @@ export class PluginLoad<C> {
       broker: brokerActions(deps),
       capability: <N extends CapabilityName>(capability: N): Capabilities[N] => {
         if (!granted.has(capability)) throw new Error(`plugin ${name} is not granted ${capability}: name it in the plugin's capabilities`)
-        return { node: deps.service, pluginRoutes: deps.routes }
+        const grant: Capabilities[CapabilityName] = capability === 'retained'
+          ? deps.retained.slot(name, (release) => releases.push('retained messages', release))
+          : { node: deps.service, pluginRoutes: deps.routes }
+        return grant as Capabilities[N]
       }
     }
   }
