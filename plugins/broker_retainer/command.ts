@@ -22,6 +22,7 @@ export function retainerCommand (keeper: Keeper): CtlCommand {
       if (sub === 'topics' && rest.length === 0) {
         const topics: string[] = []
         for await (const topic of keeper.storage.topics()) topics.push(topic)
+        topics.sort()
         return output(topics.join('\n'), topics)
       }
       if (sub === 'clean' && rest.length <= 1) {
