@@ -16,6 +16,7 @@ export function retainerCommand (keeper: Keeper): CtlCommand {
     run: async (args) => {
       const [sub, ...rest] = args
       if (sub === 'info' && rest.length === 0) {
+        await keeper.storage.recount()
         const total = keeper.count()
         return output(`retained/total: ${total}`, { total })
       }

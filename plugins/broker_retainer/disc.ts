@@ -21,6 +21,8 @@ export class DiscStorage implements Storage {
     return storage
   }
 
+  async recount (): Promise<void> {}
+
   count (): number {
     return this.#index.size
   }

@@ -28,6 +28,7 @@ const MAX_EXPIRY_MS = 4_294_967_295_000
 const DEFAULT_SWEEP_MS = 60_000
 const MIN_SWEEP_MS = 1000
 const MAX_SWEEP_MS = 3_600_000
+const RECOUNT_MS = 1000
 
 export const schema = Joi.object<RetainerConfig>({
   'retainer.storage_type': Joi.string().valid('ram', 'disc', 'disc_only').default('disc').meta({ datatype: 'enum' }),
@@ -78,6 +79,8 @@ export default definePlugin<RetainerConfig>({
     await slot.provide(keeper)
     ctx.commands.add(retainerCommand(keeper))
     sweepEvery(ctx, keeper)
+    // in a cluster other nodes change the count: asked of the store every second (EMQ X's retained stats period)
+    if (slot.shared) ctx.timers.setInterval(() => { storage.recount().catch((err: Error) => ctx.logger.warn({ err }, 'retained messages not counted')) }, RECOUNT_MS)
     ctx.logger.info({ storage_type: type, retained: keeper.count() }, 'retained messages ready')
   }
 })

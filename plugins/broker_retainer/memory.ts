@@ -26,6 +26,8 @@ export class MemoryStorage implements Storage {
     return storage
   }
 
+  async recount (): Promise<void> {}
+
   count (): number {
     return this.#messages.size
   }

@@ -12,6 +12,8 @@ export type Maybe<T> = T | Promise<T>
 export interface Storage {
   /** how many it keeps (no work: the statistics read it often) */
   count: () => number
+  /** counts again where others change the store too (a cluster's); nothing to do elsewhere */
+  recount: () => Promise<void>
   /** keeps `message` unless its topic is new and `max` (> 0) are kept already; answers whether it kept it */
   put: (message: RetainedMessage, max: number) => Maybe<boolean>
   remove: (topic: string) => Maybe<void>

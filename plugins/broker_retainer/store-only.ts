@@ -26,7 +26,7 @@ export class StoreOnlyStorage implements Storage {
       storage.#count++
       if (message.expiresAt !== undefined) storage.#maybeExpiring = true
     }
-    await storage.#recount()
+    await storage.recount()
     return storage
   }
 
@@ -38,13 +38,13 @@ export class StoreOnlyStorage implements Storage {
     return await this.#serial(async () => {
       const isNew = await this.store.get(message.topic) === undefined
       if (isNew && max > 0) {
-        await this.#recount()
+        await this.recount()
         if (this.#count >= max) return false
       }
       await this.store.put(message.topic, encode(message))
       if (message.expiresAt !== undefined) this.#maybeExpiring = true
       if (isNew) this.#count++
-      await this.#recount()
+      await this.recount()
       return true
     })
   }
@@ -54,7 +54,7 @@ export class StoreOnlyStorage implements Storage {
       const existed = await this.store.get(topic) !== undefined
       await this.store.del(topic)
       if (existed) this.#count = Math.max(0, this.#count - 1)
-      await this.#recount()
+      await this.recount()
     })
   }
 
@@ -102,7 +102,7 @@ export class StoreOnlyStorage implements Storage {
   async close (): Promise<void> {}
 
   /** In a cluster, the store's own count (other nodes write to it too). */
-  async #recount (): Promise<void> {
+  async recount (): Promise<void> {
     if (this.shared && this.store.size !== undefined) this.#count = await this.store.size()
   }
 
