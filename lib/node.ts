@@ -241,7 +241,10 @@ export class BrokerNode {
         alarms: observability.alarms
       }), async (host) => await host.stopAll())
       plugins = host
-      await step('plugins', async () => await host.boot())
+      await step('plugins', async () => {
+        await host.boot()
+        await retained.warnUnkept()
+      })
 
       // undone by the observability step's stop
       await step('observing', () => observability.attach({ engine, listeners, retained, queues, hooks, shared, restoredSessions: () => timers.restoredSessions() }))

@@ -125,6 +125,21 @@ export class RetainedMessages {
     }
   }
 
+  /**
+   * After the plugins booted: clients' retained messages an install before
+   * the plugin left in the engine's store, with no plugin to take them
+   * (an older data/loaded_plugins without broker_retainer), are logged, so
+   * the operator knows what loading it would serve again.
+   */
+  async warnUnkept (): Promise<void> {
+    if (this.#keeper !== undefined) return
+    let left = 0
+    for await (const packet of this.persistence.createRetainedStream('#') as AsyncIterable<RetainedPacket>) {
+      if (!packet.topic.startsWith(SYS)) left++
+    }
+    if (left > 0) this.logger.warn({ retained: left }, 'retained messages of an earlier install wait in the store and no plugin keeps retained messages: load broker_retainer (broker_ctl plugins load broker_retainer) to serve them')
+  }
+
   /** Clients' retained messages left in the engine's store by an install before the plugin: to the keeper, then out of the engine's store. */
   async #handOver (keeper: { owner: string, store: RetainedStore }): Promise<void> {
     let moved = 0
