@@ -17,6 +17,8 @@ export interface TextStore {
    * two nodes that race for a record cannot both take it.
    */
   swap: (key: string, expected: string | undefined, value: string | undefined) => Promise<boolean>
+  /** how many keys it holds (Redis: HLEN; LevelDB counts its keys) */
+  size: () => Promise<number>
 }
 
 /** Where the sections live. */
@@ -37,7 +39,12 @@ export function levelTextStores (db: Level<string, Buffer>): TextStores {
         if (value === undefined) await level.del(key)
         else await level.put(key, value)
         return true
-      })
+      }),
+      size: async () => {
+        let n = 0
+        for await (const _key of level.keys()) n++
+        return n
+      }
     }
   }
 }
@@ -81,7 +88,8 @@ export function redisTextStores (redis: Redis, prefix: string): TextStores {
         yield * Object.keys(all).sort().map((key): [string, string] => [key, all[key]])
       },
       swap: async (key, expected, value) => await redis.eval(SWAP, 1, hash, key,
-        expected === undefined ? '1' : '0', expected ?? '', value === undefined ? '1' : '0', value ?? '') === 1
+        expected === undefined ? '1' : '0', expected ?? '', value === undefined ? '1' : '0', value ?? '') === 1,
+      size: async () => await redis.hlen(hash)
     }
   }
 }

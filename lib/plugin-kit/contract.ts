@@ -26,6 +26,8 @@ export interface PluginStore {
    * nodes racing for one record cannot both take it.
    */
   swap: (key: string, expected: string | undefined, value: string | undefined) => Promise<boolean>
+  /** how many keys it holds: one call in a cluster (Redis HLEN), a key count on one node (LevelDB); the node's stores have it */
+  size?: () => Promise<number>
 }
 
 export interface PublishRequest {
@@ -114,10 +116,60 @@ export interface PluginCode {
   reload: (name: string, node?: string) => Promise<CodeReplaced>
 }
 
+/**
+ * A retained message as the node hands it to the plugin that keeps the
+ * clients' retained messages, and as that plugin gives it back on SUBSCRIBE.
+ */
+export interface RetainedMessage {
+  /** a topic name (no wildcard); never a `$SYS/` one: the node keeps its own */
+  topic: string
+  /** empty in `store`: the topic's retained message is removed */
+  payload: Buffer
+  qos: 0 | 1 | 2
+  /** the PUBLISH's MQTT 5 properties kept with it: payloadFormatIndicator, contentType, responseTopic, correlationData, userProperties */
+  properties?: Record<string, unknown>
+  /** ms since the epoch after which it is not delivered: the publisher's Message Expiry Interval on `store`, the keeper's choice on `match` */
+  expiresAt?: number
+}
+
+/** What a plugin granted `retained` offers to keep the clients' retained messages (broker_retainer). */
+export interface RetainedStore {
+  /**
+   * A PUBLISH with the retain flag (an empty payload clears the topic): true
+   * when kept (or cleared), false when refused (a limit). The publisher's
+   * acknowledgement waits for a promise; one that rejects is logged and the
+   * message stays delivered but not retained.
+   */
+  store: (message: RetainedMessage) => boolean | Promise<boolean>
+  /**
+   * The messages a SUBSCRIBE gets for these filters: each as many times as
+   * filters match it; a filter starting with `+` or `#` matches no `$` topic
+   * [MQTT-4.7.2-1]. Runs once per SUBSCRIBE that has such filters.
+   */
+  match: (filters: readonly string[]) => Iterable<RetainedMessage> | AsyncIterable<RetainedMessage>
+  /** how many it keeps now (the `retained/count` statistics); read often: no work */
+  count: () => number
+}
+
+/** The `retained` capability: the slot the node's retained messages go through. */
+export interface RetainedSlot {
+  /** the node's state is shared with other nodes (a cluster): `ctx.store` is the cluster's, and other nodes write retained messages to it */
+  readonly shared: boolean
+  /**
+   * Makes `store` keep the clients' retained messages until the plugin
+   * unloads (a node has one keeper; a second is refused). Without a keeper the
+   * retain flag is ignored: messages are delivered, nothing is stored or sent
+   * on SUBSCRIBE. Retained messages an older install kept in the engine's own
+   * store are handed to `store` first (then removed there).
+   */
+  provide: (store: RetainedStore) => Promise<void>
+}
+
 /** What a capability grants; a plugin names the capabilities it needs in its manifest. */
 export interface Capabilities {
   administration: Administration
   plugin_code: PluginCode
+  retained: RetainedSlot
 }
 export type CapabilityName = keyof Capabilities
 
@@ -215,9 +267,12 @@ export interface BrokerPlugin<C = Record<string, unknown>> {
   name: string
   version: string
   description: string
-  /** a Joi object over the flat setting keys, e.g. `'auth.http.auth_req'`; `.meta({ live: true })` on a key makes it live */
+  /**
+   * a Joi object over the flat setting keys, e.g. `'auth.http.auth_req'`; `.meta({ live: true })` on a key makes it live,
+   * `.meta({ datatype: … })` shows it in the node's configuration API (`configItemKeys`)
+   */
   schema: Joi.ObjectSchema<C>
-  /** capabilities beyond the plugin view, granted by name (`administration`: broker_management; `plugin_code`: broker_reloader) */
+  /** capabilities beyond the plugin view, granted by name (`administration`: broker_management; `plugin_code`: broker_reloader; `retained`: broker_retainer) */
   capabilities?: readonly CapabilityName[]
   /** registers everything through `ctx`; what it opens is released by the host */
   load: (ctx: PluginContext<C>) => void | Promise<void>
@@ -232,6 +287,22 @@ export interface BrokerPlugin<C = Record<string, unknown>> {
 /** Types a plugin module's default export. */
 export function definePlugin<C> (plugin: BrokerPlugin<C>): BrokerPlugin<C> {
   return plugin
+}
+
+/**
+ * The keys of a plugin schema shown by the node's configuration API (SPEC
+ * §2.14, app = the plugin's name), each with its datatype: those marked
+ * `.meta({ datatype: 'bytesize' })` (`string`, `integer`, `enum`, `duration`,
+ * `bytesize`). `PUT /configs/<plugin>` changes them as the plugin's settings API does.
+ */
+export function configItemKeys (schema: Joi.ObjectSchema): Map<string, string> {
+  const keys = (schema.describe().keys ?? {}) as Record<string, { metas?: Array<{ datatype?: unknown }> }>
+  const items = new Map<string, string>()
+  for (const [key, described] of Object.entries(keys)) {
+    const datatype = described.metas?.find((m) => typeof m.datatype === 'string')?.datatype
+    if (typeof datatype === 'string') items.set(key, datatype)
+  }
+  return items
 }
 
 /** The keys of a plugin schema marked `.meta({ live: true })`. */

@@ -50,7 +50,8 @@ export function memoryStore (map = new Map<string, string>()): PluginStore {
       if (value === undefined) map.delete(key)
       else map.set(key, value)
       return true
-    }
+    },
+    size: async () => map.size
   }
 }
 

@@ -28,7 +28,7 @@ export interface PluginNodeOptions {
   others?: PluginSettings
   /** more folders holding broker_* plugins (test fixtures) */
   pluginDirs?: string[]
-  /** a data folder to keep (a node started again on it finds its store); default a fresh one, removed at stop */
+  /** a data folder to start on and keep (a restart test starts a second node on it); default a fresh one, removed at stop */
   dataDir?: string
 }
 

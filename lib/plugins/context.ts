@@ -9,6 +9,7 @@ import type { Config } from '../config/store.js'
 import { followingChild, type Logger } from '../log.js'
 import { actionsOf, queriesOf, type ListenerRecord, type NodeOperations } from '../service/operations.js'
 import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginCode, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
+import type { RetainedMessages } from '../engine/retained.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
 import { METRIC_KEYS } from '../metrics/metrics.js'
@@ -32,6 +33,8 @@ export interface ContextDeps {
   publish: (message: PublishRequest) => Promise<void>
   store: (plugin: string) => PluginStore
   cluster: ClusterDeps
+  /** the slot of the `retained` capability */
+  retained: Pick<RetainedMessages, 'slot'>
   logger: Logger
   root: string
   /** what the `plugin_code` capability grants */
@@ -46,9 +49,10 @@ export interface ClusterDeps {
 }
 
 /** What each capability hands a plugin whose manifest names it. */
-const GRANTS: { readonly [N in CapabilityName]: (deps: ContextDeps) => Capabilities[N] } = Object.freeze({
+const GRANTS: { readonly [N in CapabilityName]: (deps: ContextDeps, plugin: string, releases: Releases) => Capabilities[N] } = Object.freeze({
   administration: (deps: ContextDeps) => ({ node: deps.service, pluginRoutes: deps.routes }),
-  plugin_code: (deps: ContextDeps) => deps.pluginCode
+  plugin_code: (deps: ContextDeps) => deps.pluginCode,
+  retained: (deps: ContextDeps, plugin: string, releases: Releases) => deps.retained.slot(plugin, (release) => releases.push('retained messages', release))
 })
 
 /** One load of one plugin: its context, its releases, and its live settings' watchers. */
@@ -140,7 +144,7 @@ export class PluginLoad<C> {
       },
       capability: <N extends CapabilityName>(capability: N): Capabilities[N] => {
         if (!granted.has(capability)) throw new Error(`plugin ${name} is not granted ${capability}: name it in the plugin's capabilities`)
-        return GRANTS[capability](deps)
+        return GRANTS[capability](deps, name, releases)
       }
     }
   }

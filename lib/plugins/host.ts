@@ -11,14 +11,15 @@ import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
 import type { Logger } from '../log.js'
 import type { ListenerRecord, NodeOperations } from '../service/operations.js'
-import type { BrokerPlugin, PluginAlarm, PluginCode, PluginStore, PublishRequest } from '../plugin-kit/contract.js'
+import { configItemKeys, type BrokerPlugin, type PluginAlarm, type PluginCode, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
 import { HOLDABLE_HOOKS, type HookRegistry } from '../hooks/registry.js'
+import type { RetainedMessages } from '../engine/retained.js'
 import { PluginLoad } from './context.js'
 import { importFailure, importFresh } from './fresh-import.js'
 import type { PluginCounters } from '../metrics/plugin-counters.js'
 import { PluginRoutes } from './plugin-routes.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
-import { readPluginConfig, validatePluginConfig } from './plugin-config.js'
+import { configItemValue, readPluginConfig, validatePluginConfig } from './plugin-config.js'
 
 /** Why a plugin operation failed; `code` follows SPEC §3 / §7 (already_started = v2 110, not_started = 111). */
 export class PluginError extends Error {
@@ -31,6 +32,9 @@ export class PluginError extends Error {
 export interface PluginRecord { name: string, version: string, description: string, active: boolean }
 /** A plugin whose code was replaced: its new version, and whether it runs (else the new code waits for its next load). */
 export interface CodeReplaced { plugin: string, version: string, active: boolean }
+
+/** A plugin setting the node's configuration API shows (SPEC §2.14): `app` is the plugin; a change applies at once (live, or by a reload). */
+export interface PluginConfigItem { key: string, value: string, datatype: string, app: string, kind: 'live' }
 
 export interface PluginHostOptions {
   /** folders holding broker_* plugin folders, searched in order */
@@ -52,6 +56,8 @@ export interface PluginHostOptions {
   store: (plugin: string) => PluginStore
   /** the live nodes of the cluster, asked now (on a node alone: itself) */
   clusterNodes: () => Promise<string[]>
+  /** the retained messages' slot (the `retained` capability) */
+  retained: Pick<RetainedMessages, 'slot'>
   /** the node's alarms (observability) */
   alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
   /** the counters plugins add to the node's metrics (observability) */
@@ -61,7 +67,7 @@ export interface PluginHostOptions {
 const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
 
 /** Loaded at boot when data/loaded_plugins does not exist yet. */
-export const DEFAULT_PLUGINS = ['broker_management', 'broker_modules'] as const
+export const DEFAULT_PLUGINS = ['broker_management', 'broker_retainer', 'broker_modules'] as const
 
 export class PluginHost {
   readonly #modules = new Map<string, string>()
@@ -96,7 +102,7 @@ export class PluginHost {
   /** Finds the plugins, then loads the listed ones; a plugin that fails is reported and skipped. */
   async boot (): Promise<void> {
     await this.#discover()
-    // a new install (no data/loaded_plugins yet) starts with the management API, as EMQ X ships
+    // a new install (no data/loaded_plugins yet) starts with the management API and the retainer, as EMQ X ships
     this.#order = (await readLoadedList(this.options.loadedFile)) ?? [...DEFAULT_PLUGINS]
     this.options.hooks.reorder((owner) => this.rank(owner))
     for (const name of [...this.#order]) {
@@ -269,6 +275,31 @@ export class PluginHost {
     }
   }
 
+  /**
+   * The settings plugins show in the node's configuration API (schema keys
+   * with a `datatype` meta), active plugins or not: the values in force, or
+   * in their files; a plugin whose module or files are broken shows none.
+   */
+  async configItems (): Promise<PluginConfigItem[]> {
+    const items: PluginConfigItem[] = []
+    for (const name of [...this.#modules.keys()].sort()) {
+      try {
+        const keys = await this.configItemKeys(name)
+        if (keys.size === 0) continue
+        const config = (this.#loads.get(name)?.config ?? await this.#config(name)) as Record<string, unknown>
+        for (const [key, datatype] of keys) items.push({ key, value: configItemValue(datatype, config[key]), datatype, app: name, kind: 'live' })
+      } catch (err) {
+        this.options.logger.debug({ plugin: name, err: (err as Error).message }, 'plugin settings not listed')
+      }
+    }
+    return items
+  }
+
+  /** A plugin's keys shown in the configuration API, with their datatypes. */
+  async configItemKeys (name: string): Promise<Map<string, string>> {
+    return configItemKeys((await this.#module(name)).schema)
+  }
+
   /** The plugin module's exports (for plugins that offer an API, e.g. broker_auth_username's `addUser`). */
   async module (name: string): Promise<Record<string, unknown>> {
     await this.#module(name)
@@ -330,10 +361,10 @@ export class PluginHost {
 
   async #start (name: string, config: unknown, plugin?: BrokerPlugin<unknown>): Promise<void> {
     plugin ??= await this.#module(name)
-    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, counters } = this.options
+    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, counters, retained } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
     const cluster = { nodes: this.options.clusterNodes, nodeLeft: this.#nodeLeft }
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, cluster, logger, root, pluginCode: this.#pluginCode })
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, cluster, retained, logger, root, pluginCode: this.#pluginCode })
     try {
       await plugin.load(load.context)
     } catch (err) {

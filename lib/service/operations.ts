@@ -56,6 +56,7 @@ export function createNodeOperations (parts: NodeParts): NodeOperations {
     },
     drainStatus: () => parts.drain.status()
   }
+  const plugins = pluginOperations(context)
   return {
     get name () { return context.name },
     get cluster () {
@@ -66,8 +67,8 @@ export function createNodeOperations (parts: NodeParts): NodeOperations {
     ...nodeStatus(context),
     ...clientQueries(context),
     ...brokerActions(context),
-    ...pluginOperations(context),
-    ...configOperations(context),
+    ...plugins,
+    ...configOperations(context, plugins),
     ...bannedOperations(context),
     ...drain
   }

@@ -13,7 +13,7 @@ import { clientState } from '../access/client-state.js'
 import type { Config } from '../config/store.js'
 import type { EngineCallbacks } from '../engine/create.js'
 import { clientSocket, engineClients, engineOfflineSessions, onWindowHeld, type EngineClient } from '../engine/internals.js'
-import type { Retainer } from '../engine/retainer.js'
+import type { RetainedMessages } from '../engine/retained.js'
 import type { SessionQueues } from '../engine/session-queue.js'
 import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
 import { noteConnectPacket } from '../hooks/connect-info.js'
@@ -38,7 +38,8 @@ import { SysTopics, sysPrefix, type SysPublish } from './sys-topics.js'
 export interface ObservedParts {
   engine: Aedes
   listeners: Listener[]
-  retainer: Retainer
+  /** the clients' retained messages (counted by the plugin that keeps them) */
+  retained: RetainedMessages
   queues: SessionQueues
   hooks: HookRegistry
   /** shared subscription groups: a message no member could take counts as dropped */
@@ -103,8 +104,8 @@ export class Observability {
 
   attach (parts: ObservedParts): void {
     this.#parts = parts
-    const { engine, retainer } = parts
-    this.#undo.push(countMessages(engine, retainer, this.metrics, this.#statsChanged), guardDollarRetained(engine))
+    const { engine, retained } = parts
+    this.#undo.push(countMessages(engine, retained, this.metrics, this.#statsChanged), guardDollarRetained(engine))
     if (parts.shared !== undefined) {
       const shared = parts.shared
       shared.onDropped = (packet) => this.metrics.dropped(packet.qos)
@@ -235,7 +236,7 @@ export class Observability {
     stats.set('subscribers', routes.subscribers)
     stats.set('topics', routes.topics)
     stats.set('routes', routes.topics)
-    stats.set('retained', parts.retainer.topics.size)
+    stats.set('retained', parts.retained.count())
   }
 
   * #connections (): Generator<WatchedConnection> {

@@ -91,6 +91,8 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
       'module.rewrite.rule.1': 'traffic/# ^traffic/(.+)$ traffic/$1'
     }
   }),
+  // keeps its messages in the node's store: nothing to start
+  broker_retainer: async () => ({ settings: {} }),
   broker_auth_mysql: async () => await sql('broker_auth_mysql'),
   broker_auth_pgsql: async () => await sql('broker_auth_pgsql'),
   broker_auth_redis: async () => {
