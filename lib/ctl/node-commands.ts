@@ -282,7 +282,7 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
       arity: 1,
       // every log output, as EMQ X's `log set-level` set every handler
       run: async ([level], { service }) => {
-        for (const item of (await service.configs()).filter((c) => c.key === 'log.console.level' || c.key === 'log.file.level')) {
+        for (const item of service.configs().filter((c) => c.key === 'log.console.level' || c.key === 'log.file.level')) {
           try {
             await service.setConfig(item.app, item.key, level, 'broker_ctl')
           } catch (err) {
@@ -294,8 +294,8 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
     },
     'primary-level': {
       arity: 0,
-      run: async (_args, { service }) => {
-        const level = (await service.configs()).find((c) => c.key === 'log.console.level')!.value
+      run: (_args, { service }) => {
+        const level = service.configs().find((c) => c.key === 'log.console.level')!.value
         return output(level, { level })
       }
     }

@@ -8,7 +8,7 @@ import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
 import { followingChild, type Logger } from '../log.js'
 import { actionsOf, queriesOf, type ListenerRecord, type NodeOperations } from '../service/operations.js'
-import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginCode, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
+import { configItemKeys, liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginCode, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
 import type { RetainedMessages } from '../engine/retained.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
@@ -65,10 +65,13 @@ export class PluginLoad<C> {
   #config: C
 
   readonly #live: Set<string>
+  /** its keys shown by the node's configuration API, with their datatypes */
+  readonly configItems: Map<string, string>
 
   constructor (plugin: BrokerPlugin<C>, config: C, deps: ContextDeps) {
     this.#config = config
     this.#live = liveKeys(plugin.schema)
+    this.configItems = configItemKeys(plugin.schema)
     this.context = this.#build(plugin, deps)
   }
 

@@ -276,21 +276,15 @@ export class PluginHost {
   }
 
   /**
-   * The settings plugins show in the node's configuration API (schema keys
-   * with a `datatype` meta), active plugins or not: the values in force, or
-   * in their files; a plugin whose module or files are broken shows none.
+   * The settings the active plugins show in the node's configuration API
+   * (schema keys with a `datatype` meta), with the values in force; read from
+   * the loads, so listing them imports and reads nothing.
    */
-  async configItems (): Promise<PluginConfigItem[]> {
+  configItems (): PluginConfigItem[] {
     const items: PluginConfigItem[] = []
-    for (const name of [...this.#modules.keys()].sort()) {
-      try {
-        const keys = await this.configItemKeys(name)
-        if (keys.size === 0) continue
-        const config = (this.#loads.get(name)?.config ?? await this.#config(name)) as Record<string, unknown>
-        for (const [key, datatype] of keys) items.push({ key, value: configItemValue(datatype, config[key]), datatype, app: name, kind: 'live' })
-      } catch (err) {
-        this.options.logger.debug({ plugin: name, err: (err as Error).message }, 'plugin settings not listed')
-      }
+    for (const [name, load] of this.#loads) {
+      const config = load.config as Record<string, unknown>
+      for (const [key, datatype] of load.configItems) items.push({ key, value: configItemValue(datatype, config[key]), datatype, app: name, kind: 'live' })
     }
     return items
   }

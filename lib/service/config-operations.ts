@@ -11,11 +11,11 @@ import { ServiceError } from './service-error.js'
 
 export interface ConfigOperations {
   /**
-   * Every setting of the node, then the plugins' settings shown as config
-   * items (app = the plugin, e.g. broker_retainer's `retainer.*`); a secret
-   * one shows `******` when set, never its value.
+   * Every setting of the node, then the active plugins' settings shown as
+   * config items (app = the plugin, e.g. broker_retainer's `retainer.*`); a
+   * secret one shows `******` when set, never its value.
    */
-  configs: () => Promise<ConfigFacts[]>
+  configs: () => ConfigFacts[]
   /**
    * Changes one setting of `app` now (parts that read it act on it at once, or
    * on the `change` event) and keeps it in <data_dir>/configs.override when
@@ -40,9 +40,9 @@ export function configOperations (context: OperationContext, plugins: Pick<Plugi
     await plugins.setPluginSettings(app, { [key]: value })
   }
   return {
-    configs: async () => [
+    configs: () => [
       ...config.items().map(({ key, value, datatype, app, kind }) => ({ key, value: SECRET_SETTINGS.has(key) && value !== '' ? '******' : value, datatype, app, kind })),
-      ...await context.parts.plugins()?.configItems() ?? []
+      ...context.parts.plugins()?.configItems() ?? []
     ],
     setConfig: async (app, key, value, origin = 'management api', nextStart = false) => {
       const item = config.items().find((i) => i.key === canonicalKey(key))

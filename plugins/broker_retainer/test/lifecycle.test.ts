@@ -243,3 +243,9 @@ t.test('kill -9 of a real node process: disc_only keeps them; ram, memory only, 
   broker = await start('disc', broker.port)
   t.same(await payloadsOn(broker, 'k/#', 0), [], 'ram: gone with the killed process, as memory only means')
 })
+
+t.test('unloaded, `broker_ctl retainer` says which plugin adds it', async (t) => {
+  const node = await startPluginNode({ plugin: 'broker_plugin_template' })
+  t.teardown(node.stop)
+  await t.rejects(node.node.commands.run(['retainer', 'info']), /unknown command: retainer \(broker_retainer adds it: broker_ctl plugins load broker_retainer\)/)
+})
