@@ -14,7 +14,7 @@ export default definePlugin<DelayedConfig>({
   version: '0.1.0',
   description: 'Delayed publish: $delayed/<seconds>/<topic> is published after the delay',
   schema,
-  async load (ctx) {
+  load (ctx) {
     const node = ctx.node.name
     const messages = new DelayedMessages({
       store: ctx.store,
@@ -27,8 +27,10 @@ export default definePlugin<DelayedConfig>({
     })
     // released last: the hook, the routes and the command go first
     ctx.onUnload(async () => await messages.close())
-    const report = await messages.scan()
-    ctx.logger.info({ ...report }, 'delayed messages restored')
+    // the store is read while the node goes on starting (a million records take a while): what is due goes out as it is found
+    messages.scan().then(
+      (report) => ctx.logger.info({ ...report }, 'delayed messages restored'),
+      (err: Error) => ctx.logger.error({ err }, 'delayed messages not restored'))
     ctx.cluster.onNodeLeft((left) => {
       messages.scan().catch((err: Error) => ctx.logger.error({ err, node: left }, 'delayed messages of a node that left not taken over'))
     })

@@ -152,6 +152,7 @@ export class DelayedMessages {
     const { store, cluster, node, logger } = this.#deps
     const live = new Set(await cluster.nodes())
     const report: ScanReport = { owned: 0, adopted: 0, malformed: 0 }
+    const from = new Set<string>()
     for await (const [id, value] of store.entries()) {
       if (this.#closed) break
       const decoded = decode(id, value)
@@ -166,9 +167,11 @@ export class DelayedMessages {
       } else if (!live.has(owner) && await store.swap(id, value, encode({ ...decoded.message, node }))) {
         this.#index.add(id)
         report.adopted++
-        logger.info({ id, from: owner }, 'delayed message taken over from a node that left')
+        logger.debug({ id, from: owner }, 'delayed message taken over from a node that left')
+        from.add(owner)
       }
     }
+    if (report.adopted > 0) logger.info({ adopted: report.adopted, from: [...from] }, 'delayed messages taken over from nodes that left')
     if (report.malformed > MALFORMED_LOGGED) logger.warn({ malformed: report.malformed }, 'stored delayed messages malformed; skipped')
     this.#schedule()
     return report
