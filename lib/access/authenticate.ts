@@ -17,7 +17,7 @@ import { expandMountpoint } from './mountpoint.js'
 import { REFUSALS, type Refusal } from './refusals.js'
 import type { EnhancedAuth } from './enhanced-auth.js'
 import type { SessionGuard } from './session-guard.js'
-import { engineClientFacts, type ConnectingClient } from '../engine/internals.js'
+import { connectKeepalive, engineClientFacts, type ConnectingClient } from '../engine/internals.js'
 
 function refusal (reason: Refusal, message: string): AuthenticateError {
   return Object.assign(new Error(message), REFUSALS[reason]) as unknown as AuthenticateError
@@ -40,7 +40,7 @@ function verdictOf (answer: AuthenticateAnswer): Verdict | undefined {
 /** The CONNECT as `client.connect` and `client.connack` see it (the user name as the client sent it). */
 function connectInfo (client: Client, info: ClientInfo): ConnectInfo {
   const { clientId, username, ipAddress, port, protocol, protoVer } = info
-  return { clientId, username, ipAddress, port, protocol, protoVer, keepalive: engineClientFacts(client).keepalive, cleanStart: client.clean }
+  return { clientId, username, ipAddress, port, protocol, protoVer, keepalive: connectKeepalive(client) ?? engineClientFacts(client).keepalive, cleanStart: client.clean }
 }
 
 export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, guard: SessionGuard, logger: Logger }

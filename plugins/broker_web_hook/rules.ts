@@ -24,10 +24,10 @@ export const EVENTS = {
 export type EventName = keyof typeof EVENTS
 
 /** The events whose posts name a topic (or a topic filter): a rule may narrow them with `topic`. */
-const TOPIC_EVENTS: ReadonlySet<EventName> = new Set<EventName>([
+const TOPIC_EVENTS: readonly EventName[] = Object.freeze([
   'client.subscribe', 'client.unsubscribe', 'session.subscribed', 'session.unsubscribed',
   'message.publish', 'message.delivered', 'message.acked', 'message.dropped'
-])
+] as const)
 
 export const RULE_PREFIX = 'web.hook.rule.'
 
@@ -59,7 +59,7 @@ export function parseRule (key: string, text: string): Rule {
   try {
     spec = JSON.parse(text)
   } catch (err) {
-    throw new Error(`the rule is not valid JSON (${(err as Error).message}); write it as {"action": "${EVENTS[event]}"}`)
+    throw new Error(`the rule is not valid JSON (${(err as Error).message}); write it as {"action": "${EVENTS[event]}"}`, { cause: err })
   }
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) throw new Error(`the rule must be a JSON object, e.g. {"action": "${EVENTS[event]}"}`)
   const { action, topic, ...rest } = spec as Record<string, unknown>
@@ -69,7 +69,7 @@ export function parseRule (key: string, text: string): Rule {
   if (!Object.values(EVENTS).includes(action as never)) throw new Error(`unknown action ${JSON.stringify(action)} (for ${event}: "${EVENTS[event]}")`)
   if (action !== EVENTS[event]) throw new Error(`the action of a ${event} rule is "${EVENTS[event]}", not ${JSON.stringify(action)}`)
   if (topic === undefined) return { event, action }
-  if (!TOPIC_EVENTS.has(event)) throw new Error(`${event} events have no topic: leave "topic" out`)
+  if (!TOPIC_EVENTS.includes(event)) throw new Error(`${event} events have no topic: leave "topic" out`)
   if (typeof topic !== 'string') throw new Error('"topic" must be a string (a topic filter)')
   compileTopicFilter(topic)
   return { event, action, topic }

@@ -50,7 +50,7 @@ export const DEFAULTS = {
 } as const
 
 /** Headers the HTTP client sets itself (or that would break the request framing). */
-const RESERVED_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect', 'te', 'trailer', 'host'])
+const RESERVED_HEADERS: readonly string[] = Object.freeze(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect', 'te', 'trailer', 'host'])
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 
 /** The endpoint's URL: http or https, no credentials (EMQ X adds `http://` to a URL without a scheme). */
@@ -71,7 +71,7 @@ export function parseUrl (raw: string): string {
 function headerValue (value: string, key: string): string {
   const name = key.slice(HEADER_PREFIX.length)
   if (!TOKEN.test(name)) throw new Error(`"${name}" is not an HTTP header name`)
-  if (RESERVED_HEADERS.has(name.toLowerCase())) throw new Error(`the header ${name} is set by the HTTP client`)
+  if (RESERVED_HEADERS.includes(name.toLowerCase())) throw new Error(`the header ${name} is set by the HTTP client`)
   // eslint-disable-next-line no-control-regex
   if (/[\x00-\x08\x0a-\x1f\x7f]/.test(value)) throw new Error(`the value of header ${name} holds control characters`)
   return value
@@ -135,7 +135,7 @@ export async function readTlsFiles (config: WebHookConfig, root: string): Promis
     try {
       return await readFile(resolve(root, path), 'utf8')
     } catch (err) {
-      throw new Error(`${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? String(err)})`)
+      throw new Error(`${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err })
     }
   }
   return { ca: await read('web.hook.ssl.cacertfile'), cert: await read('web.hook.ssl.certfile'), key: await read('web.hook.ssl.keyfile') }
