@@ -90,7 +90,7 @@ const pairedFile = (other: string): Joi.StringSchema => custom(file().custom((pa
 }))
 
 export const schema = Joi.object<WebHookConfig>({
-  'web.hook.api.url': custom(Joi.string().trim().custom((raw: string) => parseUrl(raw))).default(DEFAULTS['web.hook.api.url']),
+  'web.hook.api.url': custom(Joi.string().trim().custom((raw: string) => parseUrl(raw))).default(parseUrl(DEFAULTS['web.hook.api.url'])),
   'web.hook.encode_payload': Joi.string().trim().lowercase().valid('none', 'base64', 'base62').empty('').default('none'),
   'web.hook.ssl.cacertfile': file(),
   'web.hook.ssl.certfile': pairedFile('web.hook.ssl.keyfile'),
