@@ -31,6 +31,18 @@ export function connectSessionExpiry (client: Client): number | undefined {
   return (client as unknown as { _connectSessionExpiryInterval?: number })._connectSessionExpiryInterval
 }
 
+const connectKeepalives = new WeakMap<Client, number>()
+
+/** Notes the Keep Alive (seconds) of the client's CONNECT, which Aedes reads only after authentication. */
+export function noteConnectKeepalive (client: Client, keepalive: number): void {
+  connectKeepalives.set(client, keepalive)
+}
+
+/** The Keep Alive (seconds) the client's CONNECT asked for; undefined before the CONNECT. */
+export function connectKeepalive (client: Client): number | undefined {
+  return connectKeepalives.get(client)
+}
+
 /**
  * `messageDropped` (added by the Aedes patch): a message was not delivered to
  * a session because its queue was full (`reason` is `queue_full`).

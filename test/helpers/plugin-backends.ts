@@ -1,8 +1,8 @@
 // What each plugin of plugins/ needs to load against a real backend, for
 // tests that load every plugin (test/66): the server it talks to, started
 // here (Redis, PostgreSQL, MariaDB, slapd with the plugins' own schema and
-// seed, the MongoDB stand-in, an HTTP auth server, a free port for the API),
-// and its settings pointing at it. Every auth plugin is set to answer
+// seed, the MongoDB stand-in, an HTTP auth server, a web hook endpoint, a
+// free port for the API), and its settings pointing at it. Every auth plugin is set to answer
 // `ignore` for a client the backend does not know and when the backend
 // does not answer, so test traffic is decided by the node's own settings.
 import { once } from 'node:events'
@@ -23,21 +23,46 @@ interface Backend { settings: Settings, close?: () => Promise<void>, dataFiles?:
 const plugin = (name: string, file: string): string => join(INSTALL_ROOT, 'plugins', name, file)
 const IGNORE_UNAVAILABLE = (prefix: string): Settings => ({ [`${prefix}.unavailable.auth`]: 'ignore', [`${prefix}.unavailable.acl`]: 'ignore' })
 
-/** An HTTP auth server answering 200 `ignore` to every request: the plugin asks, the node decides. */
-async function ignoringHttpServer (): Promise<Backend> {
+/** An HTTP server answering 200 with `body` to every request. */
+async function httpServer (body: string): Promise<{ base: string, close: () => Promise<void> }> {
   const server = createServer((req, res) => {
     req.resume()
-    req.once('end', () => res.end('ignore'))
+    req.once('end', () => res.end(body))
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
-  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
   return {
-    settings: { 'auth.http.auth_req': `${base}/auth`, 'auth.http.super_req': `${base}/superuser`, 'auth.http.acl_req': `${base}/acl`, 'auth.http.failure': 'ignore' },
+    base: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     close: async () => {
       server.closeAllConnections()
       await new Promise((resolve) => server.close(resolve))
     }
+  }
+}
+
+/** An HTTP auth server answering 200 `ignore` to every request: the plugin asks, the node decides. */
+async function ignoringHttpServer (): Promise<Backend> {
+  const { base, close } = await httpServer('ignore')
+  return {
+    settings: { 'auth.http.auth_req': `${base}/auth`, 'auth.http.super_req': `${base}/superuser`, 'auth.http.acl_req': `${base}/acl`, 'auth.http.failure': 'ignore' },
+    close
+  }
+}
+
+/** A web hook endpoint answering 200 to every event; rules for the events the traffic makes. */
+async function webHookEndpoint (): Promise<Backend> {
+  const { base, close } = await httpServer('ok')
+  const rule = (event: string): Settings => ({ [`web.hook.rule.${event}.1`]: JSON.stringify({ action: `on_${event.replace('.', '_')}` }) })
+  return {
+    settings: {
+      'web.hook.api.url': `${base}/hook`,
+      'web.hook.pool_size': 4,
+      ...rule('client.connected'),
+      ...rule('client.disconnected'),
+      ...rule('message.publish'),
+      ...rule('message.delivered')
+    },
+    close
   }
 }
 
@@ -81,6 +106,7 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_reloader: async () => ({ settings: { 'reloader.interval': '1s', 'reloader.logfile': '' } }),
   broker_auth_jwt: async () => ({ settings: { 'auth.jwt.secret': 'leak-test-secret' } }),
   broker_auth_http: ignoringHttpServer,
+  broker_web_hook: webHookEndpoint,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
   // every module on; the rule matches the traffic's topics and rewrites them to themselves, so routing is untouched while it runs
   broker_modules: async () => ({
