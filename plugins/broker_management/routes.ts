@@ -142,6 +142,11 @@ export async function onNode (node: NodeOperations, name: string, method: Remote
   return present(method, await service(async () => await (node.cluster.on as (n: string, m: Remote, ...a: unknown[]) => Promise<unknown>)(name, method, ...args)))
 }
 
+/** A name that is not a live node of the cluster is a failed call to that node (404, v2 code 101). */
+export async function assertLiveNode (node: NodeOperations, name: string): Promise<void> {
+  if (name !== node.name && !(await node.cluster.nodes()).includes(name)) throw new ApiError(404, { message: 'node not found' }, CODE.badRpc)
+}
+
 /** An operation only the node holding the client can do: true when one did. */
 async function holder (node: NodeOperations, method: 'kick' | 'cleanAclCache' | 'subscribe' | 'unsubscribe', ...args: unknown[]): Promise<boolean> {
   return await service(async () => await (onHolder as (c: NodeOperations['cluster'], m: string, ...a: unknown[]) => Promise<boolean>)(node.cluster, method, ...args))
