@@ -76,5 +76,7 @@ export const PLUGIN_COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ['users', 'broker_auth_username'],
   ['clientid', 'broker_auth_clientid'],
   ['mgmt', 'broker_management'],
-  ['admins', 'broker_management']
+  ['admins', 'broker_management'],
+  ['recon', 'broker_recon'],
+  ['statsd', 'broker_statsd']
 ]

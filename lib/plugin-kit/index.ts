@@ -4,9 +4,9 @@
 // query templates, password hashes, backend pools and their health, ACL rules.
 export * from './contract.js'
 export type { AclAccess, AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, ClientInfo, Decision, EnhancedAuthAnswer, EnhancedAuthRequest, HookHandlers, HookName, MessageInfo } from '../hooks/types.js'
-export { CtlError, output, usageError, type CtlCommand, type CtlOutput, type UsageLine } from '../ctl/command.js'
+export { CtlError, keyValues, output, usageError, type CtlCommand, type CtlOutput, type UsageLine } from '../ctl/command.js'
 export type { Logger } from '../log.js'
-export type { ListenerRecord } from '../service/operations.js'
+export type { ClientLoadFacts, ListenerRecord } from '../service/operations.js'
 export { parseDuration } from '../config/types.js'
 export { compileTopicFilter, isLevelValue, topicMatches } from '../access/acl-match.js'
 export { hashForStorage, verifyStored } from './hash/password-hash.js'

@@ -7,7 +7,7 @@
 // through the plugin's context. A server that is down or a name that does
 // not resolve costs a counted failure and a warning a minute, never the node.
 import StatsD from 'hot-shots'
-import { definePlugin, eventLoopProbe, gcProbe, output, usageError, type CtlCommand } from '../../lib/plugin-kit/index.js'
+import { definePlugin, eventLoopProbe, gcProbe, keyValues, output, usageError, type CtlCommand } from '../../lib/plugin-kit/index.js'
 import { Failures, type FailureFacts } from './failures.js'
 import { Readings } from './readings.js'
 import { parseTags, schema, type StatsdConfig } from './settings.js'
@@ -41,18 +41,18 @@ function statusCommand (status: () => StatsdStatus): CtlCommand {
     run: ([sub, ...rest]) => {
       if (sub !== 'status' || rest.length > 0) throw usageError('statsd status')
       const facts = status()
-      const lines = [
-        `server            : ${facts.server}${facts.address === undefined ? '' : ` (${facts.address})`}`,
-        `prefix            : ${facts.prefix === '' ? '(none)' : facts.prefix}`,
-        `tags              : ${facts.tags.length === 0 ? '(none)' : facts.tags.join(',')}`,
-        `sample_rate       : ${facts.sample_rate}`,
-        `flush_interval    : ${facts.flush_interval_ms} ms`,
-        `pushes            : ${facts.pushes}`,
-        `datagrams sent    : ${facts.sent}`,
-        `last push         : ${facts.last_push_at === undefined ? 'none yet' : new Date(facts.last_push_at).toISOString()}`,
-        `failures          : ${facts.failures.count}${facts.failures.last === undefined ? '' : ` (latest: ${facts.failures.last})`}`
-      ]
-      return output(lines.join('\n'), facts)
+      const text = keyValues({
+        server: `${facts.server}${facts.address === undefined ? '' : ` (${facts.address})`}`,
+        prefix: facts.prefix === '' ? '(none)' : facts.prefix,
+        tags: facts.tags.length === 0 ? '(none)' : facts.tags.join(','),
+        sample_rate: facts.sample_rate,
+        flush_interval: `${facts.flush_interval_ms} ms`,
+        pushes: facts.pushes,
+        datagrams_sent: facts.sent,
+        last_push: facts.last_push_at === undefined ? 'none yet' : new Date(facts.last_push_at).toISOString(),
+        failures: `${facts.failures.count}${facts.failures.last === undefined ? '' : ` (latest: ${facts.failures.last})`}`
+      })
+      return output(text, facts)
     }
   }
 }
