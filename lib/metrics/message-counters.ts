@@ -19,7 +19,7 @@ import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import type { Retainer } from '../engine/retainer.js'
 import type { RetainedPacket } from '../engine/store.js'
 import { enginePersistence, observeUnrouted, onMessageDropped } from '../engine/internals.js'
-import { PUBLISH_DENIALS } from '../engine/callbacks.js'
+import { PUBLISH_DENIALS, PublishStop } from '../engine/callbacks.js'
 import type { Metrics } from './metrics.js'
 
 const SYS = '$SYS/'
@@ -63,7 +63,7 @@ export function countMessages (engine: Aedes, retainer: Retainer, metrics: Metri
   onMessageDropped(engine, onDropped)
   const onClientError = (client: Client, err: Error): void => {
     if (err.message === AWAITING_REL_FULL) metrics.dropped(2)
-    else if (client.connected && PUBLISH_DENIALS.has(err)) metrics.dropped(0)
+    else if (client.connected && (PUBLISH_DENIALS.has(err) || err instanceof PublishStop)) metrics.dropped(0)
   }
   engine.on('clientError', onClientError)
 

@@ -14,6 +14,7 @@ import type { Logger } from '../log.js'
 import type { ListenerRecord, NodeOperations } from '../service/operations.js'
 import type { BrokerPlugin, PluginAlarm, PluginStore, PublishRequest } from '../plugin-kit/contract.js'
 import { PluginLoad } from './context.js'
+import type { PluginCounters } from '../metrics/plugin-counters.js'
 import { PluginRoutes } from './plugin-routes.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
 import { readPluginConfig, validatePluginConfig } from './plugin-config.js'
@@ -48,6 +49,8 @@ export interface PluginHostOptions {
   store: (plugin: string) => PluginStore
   /** the node's alarms (observability) */
   alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
+  /** the counters plugins add to the node's metrics (observability) */
+  counters: PluginCounters
 }
 
 const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
@@ -251,9 +254,9 @@ export class PluginHost {
 
   async #start (name: string, config: unknown): Promise<void> {
     const plugin = await this.#module(name)
-    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms } = this.options
+    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, counters } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, config: nodeConfig, service, publish, store, logger, root })
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, logger, root })
     try {
       await plugin.load(load.context)
     } catch (err) {
