@@ -63,6 +63,7 @@ export type GcKind = 'minor' | 'major' | 'incremental' | 'weakcb'
 export interface GcTotals { count: number, pause_ms: number, max_pause_ms: number }
 export interface GcFigures { total: GcTotals, by_kind: Record<GcKind, GcTotals> }
 
+/** perf_hooks' `detail.kind` codes of a gc entry */
 const GC_KINDS: ReadonlyArray<readonly [number, GcKind]> = Object.freeze([
   [constants.NODE_PERFORMANCE_GC_MINOR, 'minor'],
   [constants.NODE_PERFORMANCE_GC_MAJOR, 'major'],
@@ -89,9 +90,9 @@ export function gcProbe (): GcProbe {
   const figures: GcFigures = { total: zero(), by_kind: { minor: zero(), major: zero(), incremental: zero(), weakcb: zero() } }
   const observer = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
-      const flags = (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0
+      const code = (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0
       add(figures.total, entry.duration)
-      for (const [bit, kind] of GC_KINDS) if (flags === bit) add(figures.by_kind[kind], entry.duration)
+      for (const [value, kind] of GC_KINDS) if (code === value) add(figures.by_kind[kind], entry.duration)
     }
   })
   observer.observe({ entryTypes: ['gc'] })

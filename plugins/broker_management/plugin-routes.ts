@@ -12,7 +12,7 @@ import type Hapi from '@hapi/hapi'
 import type { NodeOperations, PluginRouteAnswer, PluginRouteCall, PluginRouteMatch } from '../../lib/plugin-kit/admin.js'
 import { ApiError, CODE } from './errors.js'
 import { allows, forbidden, type Role } from './roles.js'
-import { assertLiveNode, onNode } from './routes.js'
+import { assertLiveNode, onNode, service } from './routes.js'
 
 /** Where plugin routes are served; a plugin's path `/x` is `/api/v3/x`. */
 export const PLUGIN_BASE = '/api/v3'
@@ -25,10 +25,11 @@ export interface PluginRouteTable {
 
 /** `answer(h, status, body)` writes a v3 body; `refuse(h, err)` a v3 refusal. */
 export function pluginRoutes (table: PluginRouteTable, node: NodeOperations, strategies: string[], answer: (h: Hapi.ResponseToolkit, status: number, body: unknown) => Hapi.ResponseObject, refuse: (h: Hapi.ResponseToolkit, err: ApiError) => Hapi.ResponseObject): Hapi.ServerRoute[] {
-  /** The answer of this node, or of the node the path names (a call to this node stays local). */
+  /** The answer of this node (no cluster call, no Redis read), or of the node the path names. */
   const run = async (call: PluginRouteCall, target: string | undefined): Promise<PluginRouteAnswer> => {
-    if (target !== undefined) await assertLiveNode(node, target)
-    return await onNode(node, target ?? node.name, 'pluginRoute', call) as PluginRouteAnswer
+    if (target === undefined || target === node.name) return await service(async () => await node.pluginRoute(call))
+    await assertLiveNode(node, target)
+    return await onNode(node, target, 'pluginRoute', call) as PluginRouteAnswer
   }
 
   const handler: Hapi.Lifecycle.Method = async (request, h) => {

@@ -83,7 +83,8 @@ function serviceError (e: unknown): never {
   }
 }
 
-async function service<T> (operation: () => T | Promise<T>): Promise<T> {
+/** Runs an operation of the node, its refusals (ServiceError) turned into the API's (ApiError). */
+export async function service<T> (operation: () => T | Promise<T>): Promise<T> {
   try {
     return await operation()
   } catch (err) {

@@ -1,8 +1,9 @@
 // Where the StatsD lines go: a Writable stream (hot-shots' `stream` transport
 // writes one line per metric to it) that sends each line as one UDP datagram
 // to the server's address. The host name is resolved once per push, not per
-// line; the UDP sockets (one per address family, made when first needed)
-// are opened through `ctx.sockets`, so unloading the plugin closes them.
+// line. The UDP sockets (one per address family; opened at load for an
+// address, at the first push for a name) go through `ctx.sockets`, so
+// unloading the plugin closes them.
 // Nothing here throws or fails the stream: a name that does not resolve or a
 // send that fails is reported to `onError` and the line is dropped (UDP
 // gives no delivery guarantee anyway).
@@ -37,6 +38,9 @@ export class UdpSender {
         done()
       }
     })
+    // an address needs no lookup: its socket is opened with the load
+    const literal = isIP(options.host)
+    if (literal !== 0) this.#socket(literal === 6 ? 6 : 4)
   }
 
   /** The address lines go to now, if the name resolved. */

@@ -5,8 +5,9 @@
 // memory, heap spaces, handles, event loop, GC and node_stats read the
 // process; a heap snapshot is written inside the data directory (0600, JSON)
 // and every path out of it is refused; the route answers the same figures;
-// unloading through the API takes the command and the route away.
-import { mkdir, readdir, readFile, rm, stat, symlink } from 'node:fs/promises'
+// unloading through the API takes the command and the route away; a bad
+// conf value is refused with file:line.
+import { mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -137,6 +138,7 @@ t.test('heapsnapshot: a 0600 file of JSON inside the data directory, after which
   const gcBefore = await json<{ total: { count: number }, by_kind: { major: { count: number } } }>('gc')
   const run = await node.run('recon', 'heapsnapshot', 'before-upgrade')
   t.equal(run.code, 0, run.stderr)
+  t.comment(run.stdout.trim())
   const file = join(node.dataDir, 'before-upgrade.heapsnapshot')
   t.match(run.stdout, `heap snapshot written to ${file} (`)
   const info = await stat(file)
@@ -210,3 +212,13 @@ t.test('unloaded through the API the command and the route are gone; loaded agai
   const facts = (await api('GET', `/nodes/${NODE}/recon`)).body as ReconFacts
   t.ok(facts.gc.since >= loadedAfter && facts.event_loop.since >= loadedAfter, 'the GC and event-loop figures count from the new load')
 })
+
+t.test('a bad value in etc/plugins/broker_recon.conf is refused with file:line at load', async (t) => {
+  t.same(await api('PUT', `/nodes/${NODE}/plugins/broker_recon/unload`), { status: 200, body: 'ok' })
+  await writeFile(join(node.dataDir, 'etc', 'broker_recon.conf'), 'recon.top = 5\nrecon.heapsnapshot = sometimes\n')
+  const load = await api('PUT', `/nodes/${NODE}/plugins/broker_recon/load`)
+  t.equal(load.status, 500)
+  t.match(load.body, { message: /broker_recon\.conf:2: recon\.heapsnapshot: .*must be a boolean/ })
+  t.equal((await node.run('recon', 'memory')).code, 2, 'not loaded')
+})
+
