@@ -8,7 +8,7 @@ import { isServiceError, type BannedKind, type ConnectionFacts, type DrainStatus
 import { parseDuration } from '../config/types.js'
 import { datetime, maxFds, openFds } from '../sys/node-info.js'
 import { TraceError, type TraceKind, type Tracer } from '../trace/tracer.js'
-import { CtlError, output, usageError, type CtlCommand, type CtlOutput } from './command.js'
+import { CtlError, keyValues, output, usageError, type CtlCommand, type CtlOutput } from './command.js'
 import { onHolder, rowsOfAll, type ListMethod } from '../cluster/cluster.js'
 import { NODE_USAGE, type NodeCommandName } from './usage.js'
 
@@ -16,13 +16,6 @@ export interface NodeCommandParts { service: NodeOperations, tracer: Tracer }
 
 const NOT_FOUND = 'Not Found.'
 const BANNED_KINDS = ['client_id', 'username', 'ip_address'] as const
-
-/** `key : value` lines, keys padded to one column (EMQ X's `~-20s: ~w`). */
-function keyValues (record: Readonly<Record<string, unknown>>, prefix = ''): string {
-  const keys = Object.keys(record)
-  const width = Math.max(...keys.map((k) => prefix.length + k.length))
-  return keys.map((k) => `${(prefix + k).padEnd(width)} : ${String(record[k])}`).join('\n')
-}
 
 /** `Name(first, k=v, …)` as EMQ X prints records. */
 function record (name: string, first: string, fields: Readonly<Record<string, unknown>>): string {

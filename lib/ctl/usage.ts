@@ -78,5 +78,7 @@ export const PLUGIN_COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ['mgmt', 'broker_management'],
   ['admins', 'broker_management'],
   ['reload', 'broker_reloader'],
-  ['retainer', 'broker_retainer']
+  ['retainer', 'broker_retainer'],
+  ['recon', 'broker_recon'],
+  ['statsd', 'broker_statsd']
 ]

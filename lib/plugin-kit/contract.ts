@@ -64,7 +64,7 @@ export type BrokerActions = Omit<OperationActions, 'publish'> & {
 /** A route the management API serves under /api/v3 for a plugin (e.g. `GET /nodes/{node}/recon`). */
 export interface PluginRoute {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE'
-  /** hapi-style, under /api/v3: `/delayed/{id}` */
+  /** hapi-style, under /api/v3: `/delayed/{id}`; with `{node}` the named node of the cluster answers (the management API forwards it) */
   path: string
   /** 'read' routes are open to the viewer role too; default 'write' for anything but GET */
   access?: 'read' | 'write'

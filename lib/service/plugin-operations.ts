@@ -3,11 +3,11 @@
 // data/plugins/<name>.conf over it, changed in the data/ file.
 import { readFile } from 'node:fs/promises'
 import { parseConfigText } from '../config/parse.js'
-import type { BrokerPlugin } from '../plugin-kit/contract.js'
+import { RouteError, type BrokerPlugin } from '../plugin-kit/contract.js'
 import type { CodeReplaced, PluginHost, PluginRecord } from '../plugins/host.js'
 import { overrideText, readPluginConfig, readPluginConfigLines, removeConfigKeys, resetToDefaults, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
 import type { OperationContext } from './context.js'
-import type { PluginSetting } from './facts.js'
+import type { PluginRouteAnswer, PluginRouteCall, PluginSetting } from './facts.js'
 import { ServiceError } from './service-error.js'
 
 export interface PluginOperations {
@@ -37,6 +37,12 @@ export interface PluginOperations {
    * reloading itself).
    */
   setPluginSettings: (name: string, values: Readonly<Record<string, string | null>>, options?: { reloadLater?: boolean }) => Promise<void>
+  /**
+   * Answers a plugin's route on this node. The management API calls it on the
+   * node a `/nodes/{node}/…` plugin route names, so that node answers; a path
+   * no plugin serves here is `not_found`.
+   */
+  pluginRoute: (call: PluginRouteCall) => Promise<PluginRouteAnswer>
 }
 
 export function pluginOperations ({ parts }: OperationContext): PluginOperations {
@@ -109,6 +115,16 @@ export function pluginOperations ({ parts }: OperationContext): PluginOperations
       setTimeout(() => {
         plugins.reload(name).catch((err: Error) => parts.observability.logger.error({ err, plugin: name }, 'plugin reload after a settings change failed'))
       }, 0)
+    },
+    pluginRoute: async ({ method, path, query, payload }) => {
+      const found = host().routes.match(method, path)
+      if (found === undefined) throw new ServiceError('not_found', `no plugin serves ${method} ${path} on ${parts.config.get('node.name')}`)
+      try {
+        return { body: await found.route.handler({ params: found.params, query, payload }) }
+      } catch (err) {
+        if (err instanceof RouteError) return { refused: { status: err.status, code: err.code, message: err.message } }
+        throw err
+      }
     }
   }
 }

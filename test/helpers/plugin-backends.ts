@@ -5,6 +5,7 @@
 // free port for the API), and its settings pointing at it. Every auth plugin is set to answer
 // `ignore` for a client the backend does not know and when the backend
 // does not answer, so test traffic is decided by the node's own settings.
+import { createSocket } from 'node:dgram'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import { join } from 'node:path'
@@ -66,6 +67,18 @@ async function webHookEndpoint (): Promise<Backend> {
   }
 }
 
+/** A UDP socket that takes StatsD datagrams and drops them. */
+async function statsdServer (): Promise<Backend> {
+  const socket = createSocket('udp4')
+  socket.on('message', () => {})
+  socket.bind(0, '127.0.0.1')
+  await once(socket, 'listening')
+  return {
+    settings: { 'statsd.host': '127.0.0.1', 'statsd.port': socket.address().port, 'statsd.flush_interval': '1s', 'statsd.tags': 'node:%n' },
+    close: async () => { await new Promise<void>((resolve) => socket.close(() => resolve())) }
+  }
+}
+
 async function sql (name: 'broker_auth_mysql' | 'broker_auth_pgsql'): Promise<Backend> {
   const prefix = name === 'broker_auth_mysql' ? 'auth.mysql' : 'auth.pgsql'
   const server = name === 'broker_auth_mysql' ? await startMariadb() : await startPostgres()
@@ -119,6 +132,8 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   }),
   // keeps its messages in the node's store: nothing to start
   broker_retainer: async () => ({ settings: {} }),
+  broker_statsd: statsdServer,
+  broker_recon: async () => ({ settings: {} }),
   broker_auth_mysql: async () => await sql('broker_auth_mysql'),
   broker_auth_pgsql: async () => await sql('broker_auth_pgsql'),
   broker_auth_redis: async () => {
