@@ -29,6 +29,8 @@ const harness = await startPluginNode({
     'module.subscription.4.qos': 0
   },
   node: { 'mqtt.acl_file': acl, 'mqtt.cache_acl': 'false' },
+  // retained messages are kept by broker_retainer (issue 17 #1), as on a new install
+  others: { broker_retainer: {} },
   withApi: true
 })
 t.teardown(harness.stop)
