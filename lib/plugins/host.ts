@@ -4,6 +4,7 @@
 // through the context it is given; everything it registered there is
 // released when it unloads, or when its load fails.
 import { readdir } from 'node:fs/promises'
+import type { Duplex } from 'node:stream'
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -46,6 +47,8 @@ export interface PluginHostOptions {
   /** the node's operations: queries and actions for every plugin, the rest for `administration` */
   service: NodeOperations
   publish: (message: PublishRequest) => Promise<void>
+  /** hands a gateway client's in-process MQTT stream to the engine (`ctx.gateway.connect`) */
+  handle: (stream: Duplex) => void
   store: (plugin: string) => PluginStore
   /** the node's alarms (observability) */
   alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
@@ -254,9 +257,9 @@ export class PluginHost {
 
   async #start (name: string, config: unknown): Promise<void> {
     const plugin = await this.#module(name)
-    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, counters } = this.options
+    const { hooks, commands, logger, service, config: nodeConfig, publish, handle, root, alarms, counters } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, logger, root })
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, handle, store, logger, root })
     try {
       await plugin.load(load.context)
     } catch (err) {

@@ -15,23 +15,25 @@
 import type { Client } from 'aedes'
 import type { IConnectPacket } from 'mqtt-packet'
 import { clientState } from '../access/client-state.js'
+import { connInfo } from '../listeners/conn-info.js'
 import type { Config } from '../config/store.js'
 import type { SysPublish } from './sys-topics.js'
 import { sysPrefix } from './sys-topics.js'
 
-interface ConnectFacts { cleanStart: boolean, protoName: string, protoVer: number, keepalive: number }
+interface ConnectFacts { cleanStart: boolean, protoName: string, protoVer: number | string, keepalive: number }
 
 export class Presence {
   readonly #facts = new WeakMap<Client, ConnectFacts>()
 
   constructor (private readonly config: Config, private readonly publish: SysPublish) {}
 
-  /** Remembers what the CONNECT said (once per connection). */
+  /** Remembers what the CONNECT said (once per connection); a gateway client's protocol is the gateway's. */
   noteConnect (client: Client, packet: IConnectPacket): void {
+    const conn = connInfo(client.conn)
     this.#facts.set(client, {
       cleanStart: packet.clean !== false,
-      protoName: packet.protocolId ?? 'MQTT',
-      protoVer: packet.protocolVersion ?? 4,
+      protoName: conn?.protoName ?? packet.protocolId ?? 'MQTT',
+      protoVer: conn?.protoVer ?? packet.protocolVersion ?? 4,
       keepalive: packet.keepalive ?? 0
     })
   }
