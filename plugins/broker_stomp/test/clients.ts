@@ -106,7 +106,7 @@ export class StompPy {
   }
 
   async stop (): Promise<void> {
-    if (this.#child.exitCode !== null) return
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return
     this.#child.stdin.end(`${JSON.stringify({ op: 'exit' })}\n`)
     const timer = setTimeout(() => this.#child.kill('SIGKILL'), 5000)
     await once(this.#child, 'exit')
