@@ -17,7 +17,7 @@ import type { Releases } from './releases.js'
  */
 export class LinkEnd extends Duplex {
   #other: LinkEnd | undefined
-  /** the write callback waiting until the other end reads again */
+  /** this end's write callback, waiting until the other end reads again */
   #waiting: (() => void) | undefined
   /** the wire bytes of the gateway's transport (metrics' bytes/received and bytes/sent read them, as a socket's) */
   bytesRead = 0
@@ -38,7 +38,7 @@ export class LinkEnd extends Duplex {
       return
     }
     if (other.push(chunk)) done()
-    else other.#waiting = done
+    else this.#waiting = done
   }
 
   override _read (): void {

@@ -68,6 +68,7 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_auth_jwt: async () => ({ settings: { 'auth.jwt.secret': 'leak-test-secret' } }),
   broker_auth_http: ignoringHttpServer,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
+  broker_stomp: async () => ({ settings: { 'stomp.listener': '127.0.0.1:0' } }),
   broker_auth_mysql: async () => await sql('broker_auth_mysql'),
   broker_auth_pgsql: async () => await sql('broker_auth_pgsql'),
   broker_auth_redis: async () => {

@@ -234,6 +234,43 @@ t.test('kicked through the API: ERROR, closed, counted on the listener', async (
   await py.stop()
 })
 
+t.test('a reader that stops reading: what it cannot take waits in the engine (not in the gateway); every message arrives, in order, once it reads', async (t) => {
+  const mqtt = await node.mqtt({ clientId: 'slow-publisher' })
+  const raw = await RawStomp.open(port)
+  raw.write(frame('CONNECT', { 'accept-version': '1.2', login: 'guest', passcode: 'guest', 'client-id': 'slow-reader' }) +
+    frame('SUBSCRIBE', { id: 's', destination: 'slow/#', receipt: 'r' }))
+  await raw.next('RECEIPT')
+  raw.socket.pause()
+  // about 13 MB: more than the socket buffers take while the reader reads nothing
+  const count = 800
+  const payload = 'p'.repeat(16 * 1024)
+  let acked = 0
+  const published = Promise.all([...Array(count).keys()].map(async (i) => {
+    await mqtt.publishAsync('slow/t', `${i}:${payload}`, { qos: 1 })
+    acked++
+  }))
+  // the gateway takes from the engine only what its socket takes: the engine queues the rest, and holds the publisher back
+  // (a reader that never drains is dropped after Aedes' drain timeout, 60 s: the test resumes well before)
+  let last = -1
+  await until('the publishing stalls', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    const stalled = acked === last
+    last = acked
+    return stalled
+  }, 40_000)
+  t.ok(acked < count, `held back: ${acked} of ${count} acknowledged while the reader reads nothing`)
+  const { body } = await node.http('GET', '/sessions/slow-reader')
+  const held = ((body as { data?: Array<{ mqueue_len: number }> }).data ?? body as Array<{ mqueue_len: number }>)[0]
+  t.ok(held.mqueue_len > 0, `the rest wait in the engine's queue of the session (${held.mqueue_len})`)
+  raw.socket.resume()
+  await published
+  await raw.log.next(() => raw.log.events.filter((f) => f.command === 'MESSAGE').length === count, `${count} messages`, 0, 45_000)
+  const numbers = raw.log.events.filter((f) => f.command === 'MESSAGE').map((f) => Number(f.body.split(':')[0]))
+  t.same(numbers, [...Array(count).keys()], 'every message, in order')
+  raw.destroy()
+  await mqtt.endAsync()
+})
+
 t.test('a second connection with the same client-id takes the session over', async (t) => {
   const first = await RawStomp.open(port)
   first.write(frame('CONNECT', { 'accept-version': '1.2', login: 'guest', passcode: 'guest', 'client-id': 'twice' }))
