@@ -168,12 +168,14 @@ export class StompSession {
 
   #closed (): void {
     const wasConnected = this.#state !== 'closed'
+    // closing: the link got its DISCONNECT already (#close), and the engine ends it
+    const dropped = this.#state !== 'closing'
     this.#state = 'closed'
     this.#stopTimers()
     this.#graceTimer?.cancel()
     this.#transactions.clear()
     // a connection dropped without DISCONNECT: the engine sees it drop too
-    this.#client?.destroy()
+    if (dropped) this.#client?.destroy()
     if (wasConnected) {
       this.#deps.listener.current--
       this.#deps.listener.closed++
@@ -266,6 +268,8 @@ export class StompSession {
     const clientId = requested !== undefined && requested !== '' ? requested : `stomp-${randomBytes(12).toString('base64url')}`
     this.#state = 'connecting'
     this.#connectTimer?.cancel()
+    // frames after CONNECT wait (in #early) for the engine's answer: no more are read meanwhile
+    this.#socket.pause()
     this.#openLink(clientId, login === '' ? undefined : login, frame.headers.get('passcode'), heartbeat, frame)
   }
 
@@ -295,6 +299,7 @@ export class StompSession {
         return
       }
       this.#state = 'connected'
+      this.#socket.resume()
       this.#write('CONNECTED', [
         ['version', this.#version],
         ['heart-beat', replyHeader(heartbeat)],
