@@ -7,7 +7,7 @@
 // (transactions.ts). An ERROR frame says why and closes the connection.
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
-import { GatewayClient, plainAddress, validTopicFilter, validTopicName, type GatewayClose, type GatewayLink, type GatewayMessage, type PluginContext, type PluginCounter, type PluginTimer } from '../../lib/plugin-kit/index.js'
+import { GatewayClient, GatewayLinkClosed, plainAddress, validTopicFilter, validTopicName, type GatewayClose, type GatewayLink, type GatewayMessage, type PluginContext, type PluginCounter, type PluginTimer } from '../../lib/plugin-kit/index.js'
 import { FrameError, FrameParser, serialize, type StompFrame } from './frame.js'
 import { negotiate, replyHeader, startHeartbeat, type Heartbeat } from './heartbeat.js'
 import { frameLimits, type StompConfig } from './settings.js'
@@ -344,7 +344,7 @@ export class StompSession {
 
   #send (frame: StompFrame): void {
     const topic = frame.headers.get('destination')
-    if (topic === undefined || !validTopicName(topic)) {
+    if (topic === undefined || !validTopicName(topic) || tooLong(topic)) {
       this.#fail('invalid destination', topic === undefined ? 'SEND without a destination header' : `${JSON.stringify(topic)} is not a valid MQTT topic name`, frame)
       return
     }
@@ -365,8 +365,9 @@ export class StompSession {
     }
     answer.then((value) => {
       if (this.#state === 'connected' || this.#state === 'connecting') then(value)
-    }, () => {
-      // the link closed: #linkClosed tells the client
+    }, (err: Error) => {
+      // the link closed: #linkClosed tells the client; anything else is this frame's fault
+      if (!(err instanceof GatewayLinkClosed)) this.#fail('refused', err.message)
     }).finally(() => {
       this.#pending--
       if (this.#readPaused && (this.#client?.backlog ?? 0) < BACKLOG_LOW) {
@@ -381,7 +382,7 @@ export class StompSession {
 
   #subscribe (frame: StompFrame): void {
     const destination = frame.headers.get('destination')
-    if (destination === undefined || !validTopicFilter(destination)) {
+    if (destination === undefined || !validTopicFilter(destination) || tooLong(destination)) {
       this.#fail('invalid destination', destination === undefined ? 'SUBSCRIBE without a destination header' : `${JSON.stringify(destination)} is not a valid MQTT topic filter`, frame)
       return
     }
@@ -534,6 +535,11 @@ export function negotiateVersion (accept: string | undefined): string | undefine
   const offered = new Set(accept.split(',').map((v) => v.trim()))
   for (let i = VERSIONS.length - 1; i >= 0; i--) if (offered.has(VERSIONS[i])) return VERSIONS[i]
   return undefined
+}
+
+/** MQTT topics are at most 65535 bytes of UTF-8. */
+function tooLong (topic: string): boolean {
+  return topic.length > 0x3fff && Buffer.byteLength(topic) > 0xffff
 }
 
 function refusalText (reason: string): string {

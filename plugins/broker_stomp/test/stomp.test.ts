@@ -354,6 +354,14 @@ t.test('SEND and SUBSCRIBE errors say why', async (t) => {
     t.equal(error.headers.message, message, bad.split('\n')[0])
     await raw.closed()
   }
+  // a destination longer than an MQTT topic can be (65535 bytes), where the header limit lets it through (a live setting)
+  const path = `/nodes/${node.node.name}/plugin_configs/broker_stomp`
+  t.equal((await node.http('PUT', path, { 'stomp.frame.max_header_length': '100000' })).status, 200)
+  const raw = await RawStomp.open(port)
+  raw.write(frame('CONNECT', { 'accept-version': '1.2', login: 'guest', passcode: 'guest' }) + frame('SEND', { destination: 'a'.repeat(70_000) }, 'x'))
+  t.match(await raw.next('ERROR'), { headers: { message: 'invalid destination' } })
+  await raw.closed()
+  t.equal((await node.http('PUT', path, { 'stomp.frame.max_header_length': null })).status, 200)
 })
 
 t.test('unloaded through the API: its connections close and its listener goes; loaded again it serves', async (t) => {
