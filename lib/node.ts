@@ -15,7 +15,7 @@ import { createCallbacks } from './engine/callbacks.js'
 import { createEngine } from './engine/create.js'
 import { assertEnginePatched } from './engine/patch-check.js'
 import { engineClient } from './engine/internals.js'
-import { Retainer } from './engine/retainer.js'
+import { RetainedMessages } from './engine/retained.js'
 import { SessionQueues } from './engine/session-queue.js'
 import { SessionTimers } from './engine/session-timers.js'
 import { indexStore, storedClientsIndex, type StoreIndex } from './engine/store-index.js'
@@ -55,7 +55,7 @@ export interface NodeOptions {
 interface Parts {
   engine: Aedes
   listeners: Listener[]
-  retainer: Retainer
+  retained: RetainedMessages
   queues: SessionQueues
   shared: SharedSubscriptions
   hooks: HookRegistry
@@ -74,7 +74,8 @@ export class BrokerNode {
   readonly startedAt = new Date()
   readonly engine: Aedes
   readonly listeners: Listener[]
-  readonly retainer: Retainer
+  /** the clients' retained messages go to the plugin keeping them (broker_retainer); the node's `$SYS/` ones stay in the engine's store */
+  readonly retained: RetainedMessages
   readonly queues: SessionQueues
   readonly shared: SharedSubscriptions
   readonly hooks: HookRegistry
@@ -98,7 +99,7 @@ export class BrokerNode {
   private constructor (readonly config: Config, readonly logger: Logger, parts: Parts, started: StartStopStack) {
     this.engine = parts.engine
     this.listeners = parts.listeners
-    this.retainer = parts.retainer
+    this.retained = parts.retained
     this.queues = parts.queues
     this.shared = parts.shared
     this.hooks = parts.hooks
@@ -143,10 +144,10 @@ export class BrokerNode {
       const { db, persistence } = backend
       const storeIndex = await step('store index', async () => backend.storedClients !== undefined ? storedClientsIndex(backend.storedClients) : await indexStore(db, persistence))
       coalesceSubscriptionWrites(persistence)
-      const retainer = await step('retained messages', async () => {
-        const retainer = new Retainer(config)
-        await retainer.attach(persistence)
-        return retainer
+      const retained = await step('retained messages', () => {
+        const retained = new RetainedMessages(persistence, backend.shared, logger)
+        retained.attach()
+        return retained
       })
       // the queues wrap the store the engine is built on, so they read the engine late
       let built: Aedes | undefined = undefined
@@ -238,14 +239,20 @@ export class BrokerNode {
         // a gateway client arriving while the node stops finds the engine closed: it is closed too
         handle: (stream) => { if (engine.closed) stream.destroy(); else engine.handle(stream) },
         store: (plugin) => pluginStore(backend.stores, plugin),
+        clusterNodes: cluster.members,
+        retained,
         alarms: observability.alarms,
         counters: observability.pluginCounters
       }), async (host) => await host.stopAll())
       plugins = host
-      await step('plugins', async () => await host.boot())
+      cluster.onNodeDown((left) => host.nodeLeft(left))
+      await step('plugins', async () => {
+        await host.boot()
+        await retained.warnUnkept()
+      })
 
       // undone by the observability step's stop
-      await step('observing', () => observability.attach({ engine, listeners, retainer, queues, hooks, shared, restoredSessions: () => timers.restoredSessions() }))
+      await step('observing', () => observability.attach({ engine, listeners, retained, queues, hooks, shared, restoredSessions: () => timers.restoredSessions() }))
       // its stop disconnects every client (the engine closes) while the plugins are loaded and see them go
       await step('listening', async () => {
         try {
@@ -259,7 +266,7 @@ export class BrokerNode {
       await step('tracing', () => tracer, async (tracer) => await tracer.stopAll())
       await step('cluster announce', async () => await cluster.announce(listeners.find((l) => l.id === 'mqtt:tcp:external')?.address.port), async () => await cluster.leave())
       await step('control socket', async () => await openControl(controlSocketPath(dataDir), commands, logger), async (control) => await control?.stop())
-      return { engine, listeners, retainer, queues, shared, hooks, access, banned, plugins: host, observability, storeIndex, tracer, commands, lifecycle, service }
+      return { engine, listeners, retained, queues, shared, hooks, access, banned, plugins: host, observability, storeIndex, tracer, commands, lifecycle, service }
     })
     const node = new BrokerNode(config, logger, parts, stack)
     lifecycle.set('running')

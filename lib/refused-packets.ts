@@ -6,6 +6,7 @@
 import type { Client } from 'aedes'
 import { connInfo } from './listeners/conn-info.js'
 import type { Logger } from './log.js'
+import { limitedLog } from './log-limit.js'
 
 const PER_WINDOW = 20
 const WINDOW_MS = 10_000
@@ -18,25 +19,13 @@ export function isRefusedPacket (err: Error): boolean {
 }
 
 export function refusedPacketLog (logger: Logger, now: () => number = Date.now): (client: Client, err: Error) => void {
-  let windowStart = -Infinity
-  let logged = 0
-  let left = 0
+  const refused = limitedLog((fields, message) => logger.warn(fields, message), { perWindow: PER_WINDOW, windowMs: WINDOW_MS, now })
   return (client, err) => {
     const fields = { clientId: client.id, ipAddress: connInfo(client.conn)?.ipAddress, err: err.message }
     if (!isRefusedPacket(err)) {
       logger.debug(fields, 'client error')
       return
     }
-    if (now() - windowStart >= WINDOW_MS) {
-      windowStart = now()
-      logged = 0
-    }
-    if (logged >= PER_WINDOW) {
-      left++
-      return
-    }
-    logged++
-    logger.warn(left === 0 ? fields : { ...fields, notLogged: left }, left === 0 ? 'packet refused' : `packet refused (${left} more not logged)`)
-    left = 0
+    refused(fields, 'packet refused')
   }
 }

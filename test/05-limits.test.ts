@@ -3,7 +3,7 @@
 // per client, anonymous access and the retainer limits.
 import t from 'tap'
 import type { IDisconnectPacket, IPublishPacket, ISubackPacket, ISubscribePacket } from 'mqtt-packet'
-import { startBroker } from './helpers/broker.js'
+import { RETAINER, startBroker } from './helpers/broker.js'
 import { closeAll, connect, nextMessages, type MqttClient } from './helpers/mqtt.js'
 import { RawClient } from './helpers/raw-client.js'
 
@@ -123,7 +123,8 @@ t.test('mqtt.allow_anonymous = false refuses clients without a user name', async
 })
 
 t.test('retainer limits', async (t) => {
-  const broker = await startBroker({ 'retainer.max_payload_size': 10, 'retainer.max_retained_messages': 2, 'retainer.expiry_interval': 1 })
+  // the retainer plugin's settings (etc/plugins/broker_retainer.conf)
+  const broker = await startBroker({}, ['tcp'], undefined, { plugins: { [RETAINER]: { 'retainer.max_payload_size': 10, 'retainer.max_retained_messages': 2, 'retainer.expiry_interval': 1 } } })
   t.teardown(broker.stop)
   const url = `mqtt://127.0.0.1:${broker.port()}`
   const pub = await connect(url, { clientId: 'ret-pub' })

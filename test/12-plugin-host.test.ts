@@ -262,7 +262,7 @@ t.test('notification hooks see a real client session', async (t) => {
 })
 
 t.test('concurrent loads of one plugin register it once; reload keeps a running plugin on bad settings', async (t) => {
-  const broker = await startBroker({}, ['tcp'], undefined, { pluginDirs: [FIXTURE_PLUGINS] })
+  const broker = await startBroker({}, ['tcp'], undefined, { plugins: {}, pluginDirs: [FIXTURE_PLUGINS] })
   t.teardown(broker.stop)
   const results = await Promise.allSettled([broker.node.plugins.load('broker_fixture_a'), broker.node.plugins.load('broker_fixture_a')])
   t.same(results.map((r) => r.status), ['fulfilled', 'rejected'], 'the second load finds it started')

@@ -19,7 +19,8 @@ const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
 const UPTIME = /^(\d+ days, )?(\d+ hours, )?(\d+ minutes, )?\d+ seconds$/
 
 async function broker (t: Test, settings: Record<string, string | number> = {}): Promise<TestBroker> {
-  const b = await startBroker(settings)
+  // presence notices are broker_modules' (loaded by default on a new install)
+  const b = await startBroker(settings, ['tcp'], undefined, { plugins: { broker_modules: {} } })
   t.teardown(b.stop)
   return b
 }
@@ -155,7 +156,7 @@ t.test('presence: connected and disconnected, exact fields, QoS 1, not retained'
     'no user name: the string "undefined"')
   t.match(JSON.parse(down.payload), { clientid: 'bob', username: 'undefined', reason: 'closed' })
 
-  b.node.config.set('module.presence.format', 'short')
+  await b.node.service.setPluginSettings('broker_modules', { 'module.presence.format': 'short' })
   got = nextMessages(watcher, 1)
   const carol = await connect(`mqtt://127.0.0.1:${b.port()}`, { clientId: 'carol', protocolVersion: 5 })
   t.teardown(() => closeAll(carol))
@@ -163,7 +164,7 @@ t.test('presence: connected and disconnected, exact fields, QoS 1, not retained'
   t.same(Object.keys(short).sort(), ['clientid', 'connack', 'ipaddress', 'session', 'ts', 'username', 'version'], 'the short variant')
   t.match(short, { clientid: 'carol', session: false, version: 5, connack: 0 })
 
-  b.node.config.set('module.presence', 'false')
+  await b.node.service.setPluginSettings('broker_modules', { 'module.presence': 'false' })
   const quiet = noMessageWithin(watcher, 500)
   const dave = await connect(`mqtt://127.0.0.1:${b.port()}`, { clientId: 'dave' })
   await closeAll(dave)

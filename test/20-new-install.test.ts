@@ -1,5 +1,7 @@
 // A new install (no data/loaded_plugins yet) starts with the management API
-// loaded, usable at once with the default application admin/public.
+// loaded, usable at once with the default application admin/public, and the
+// retainer (retained messages kept, as EMQ X ships emqx_retainer loaded) and the
+// modules plugin (presence notices).
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
@@ -9,8 +11,9 @@ import { createLogger } from '../lib/log.js'
 import { BrokerNode } from '../lib/node.js'
 import { INSTALL_ROOT } from '../lib/root.js'
 import { freePort, tempDir } from './helpers/broker.js'
+import { closeAll, connect, nextMessages } from './helpers/mqtt.js'
 
-t.test('without data/loaded_plugins the node loads broker_management', async (t) => {
+t.test('without data/loaded_plugins the node loads broker_management, broker_retainer and broker_modules', async (t) => {
   const dir = await tempDir()
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const etc = join(dir, 'etc')
@@ -24,6 +27,17 @@ t.test('without data/loaded_plugins the node loads broker_management', async (t)
   const node = await BrokerNode.start({ config, logger: createLogger('error', false), root: INSTALL_ROOT })
   t.teardown(() => node.stop())
   t.equal(node.plugins.isActive('broker_management'), true)
+  t.equal(node.plugins.isActive('broker_modules'), true)
   const res = await fetch(`http://127.0.0.1:${port}/api/v3/brokers/`, { headers: { authorization: `Basic ${Buffer.from('admin:public').toString('base64')}` } })
   t.equal(res.status, 200, 'the default application works at once')
+
+  t.equal(node.plugins.isActive('broker_retainer'), true)
+  const url = `mqtt://127.0.0.1:${node.listeners[0].address.port}`
+  const pub = await connect(url, { clientId: 'new-pub' })
+  await pub.publishAsync('new/kept', 'kept', { qos: 1, retain: true })
+  const sub = await connect(url, { clientId: 'new-sub' })
+  t.teardown(() => closeAll(pub, sub))
+  const got = nextMessages(sub, 1)
+  await sub.subscribeAsync('new/#')
+  t.match(await got, [{ topic: 'new/kept', payload: 'kept', retain: true }], 'a retained message is kept for a later subscriber')
 })

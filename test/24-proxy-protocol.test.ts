@@ -96,7 +96,8 @@ t.before(async () => {
     'mqtt.acl_file': acl,
     'mqtt.cache_acl': 'false'
   }, {}, ['tcp', 'ssl', 'ws'], {
-    broker_auth_http: { 'auth.http.auth_req': http.url('/auth'), 'auth.http.auth_req.params': 'clientid=%c,ipaddr=%a' }
+    broker_auth_http: { 'auth.http.auth_req': http.url('/auth'), 'auth.http.auth_req.params': 'clientid=%c,ipaddr=%a' },
+    broker_modules: {}
   })
 })
 

@@ -176,7 +176,7 @@ t.test('every kind of runtime change survives a restart of the node process', as
   await writeFile(join(etcPlugins, 'broker_auth_clientid.conf'), '')
   await writeFile(join(etcPlugins, 'broker_auth_jwt.conf'), 'auth.jwt.secret = not-so-secret\n')
   await writeFile(join(etcPlugins, 'broker_plugin_template.conf'), '## the greeting prefix\ntemplate.greeting_topic = greetings\n')
-  await writeFile(join(dataDir, 'loaded_plugins'), 'broker_management.\nbroker_auth_username.\nbroker_auth_clientid.\nbroker_auth_jwt.\n')
+  await writeFile(join(dataDir, 'loaded_plugins'), 'broker_management.\nbroker_retainer.\nbroker_auth_username.\nbroker_auth_clientid.\nbroker_auth_jwt.\n')
   const etc = await snapshot(join(root, 'etc'))
 
   const mqttUrl = `mqtt://127.0.0.1:${port}`
@@ -267,8 +267,8 @@ t.test('every kind of runtime change survives a restart of the node process', as
 
     const plugins = (await http('GET', `/nodes/${nodeName}/plugins/`)).body as Array<{ name: string, active: boolean }>
     const active = plugins.filter((p) => p.active).map((p) => p.name).sort()
-    t.same(active, ['broker_auth_clientid', 'broker_auth_username', 'broker_management', 'broker_plugin_template'], `${label}: loaded and unloaded plugins`)
-    t.equal(await readFile(join(dataDir, 'loaded_plugins'), 'utf8'), 'broker_management.\nbroker_auth_username.\nbroker_auth_clientid.\nbroker_plugin_template.\n')
+    t.same(active, ['broker_auth_clientid', 'broker_auth_username', 'broker_management', 'broker_plugin_template', 'broker_retainer'], `${label}: loaded and unloaded plugins`)
+    t.equal(await readFile(join(dataDir, 'loaded_plugins'), 'utf8'), 'broker_management.\nbroker_retainer.\nbroker_auth_username.\nbroker_auth_clientid.\nbroker_plugin_template.\n')
     t.same((await http('GET', `/nodes/${nodeName}/plugin_configs/broker_plugin_template`)).body,
       [{ key: 'template.greeting_topic', value: 'persisted', desc: '', required: true }], `${label}: plugin settings from the API`)
     t.equal(await greetingTopic(`after-${label}`), `persisted/after-${label}`, `${label}: the plugin runs with them`)

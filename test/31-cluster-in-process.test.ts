@@ -115,6 +115,15 @@ t.test('a shared subscription spread over both nodes gets each message once', as
   t.same([...new Set(seen)].length, 20)
 })
 
+t.test('a plugin\'s code swapped on another node (broker_reloader\'s route for another node)', async (t) => {
+  await b.node.plugins.load('broker_plugin_template')
+  t.teardown(async () => { await b.node.plugins.unload('broker_plugin_template') })
+  t.same(await A.cluster.on('b@127.0.0.1', 'reloadPluginCode', 'broker_plugin_template'), { plugin: 'broker_plugin_template', version: '0.1.0', active: true })
+  t.ok(b.node.plugins.isActive('broker_plugin_template'), 'running on b, its new load')
+  t.notOk(a.node.plugins.isActive('broker_plugin_template'), 'not loaded on a by it')
+  t.match(await failure(A.cluster.on('b@127.0.0.1', 'reloadPluginCode', 'broker_nothing')), { kind: 'not_found', message: 'plugin broker_nothing not found' })
+})
+
 t.test('a node that stops leaves the cluster; calls to it fail at once', async (t) => {
   const c = await node('c@127.0.0.1')
   // as a's heartbeat saw it (what $SYS/brokers lists)

@@ -10,6 +10,7 @@ import { createConnection } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import type { PluginStore } from '../lib/plugin-kit/contract.js'
+import { memoryStore } from '../lib/plugin-kit/testing.js'
 import { Apps } from '../plugins/broker_management/apps.js'
 import { startApiNode, type ApiNode } from '../plugins/broker_management/test/api.js'
 import usernamePlugin, { type CredentialApi } from '../plugins/broker_auth_username/index.js'
@@ -166,12 +167,7 @@ t.test('application secrets are kept hashed: shown once at creation, never in th
 
 t.test('a plain secret stored by an older version is hashed at load and still works', async (t) => {
   const map = new Map<string, string>([['app:old', JSON.stringify({ app_id: 'old', name: 'Old', secret: 'old-plain-secret', desc: '', status: true, expired: 'undefined' })]])
-  const store: PluginStore = {
-    get: async (key) => map.get(key),
-    put: async (key, value) => { map.set(key, value) },
-    del: async (key) => { map.delete(key) },
-    entries: async function * () { yield * [...map.entries()] }
-  }
+  const store: PluginStore = memoryStore(map)
   const apps = new Apps(store, { id: 'admin', secret: 'public' })
   await apps.seed()
   t.notOk(map.get('app:old')!.includes('old-plain-secret'), 'no longer stored plain')

@@ -8,7 +8,8 @@ import { RawClient } from './helpers/raw-client.js'
 interface Test { teardown: (fn: () => unknown) => void }
 
 async function broker (t: Test, settings: Record<string, string | number> = {}): Promise<TestBroker> {
-  const b = await startBroker(settings)
+  // presence notices are broker_modules' (loaded by default on a new install)
+  const b = await startBroker(settings, ['tcp'], undefined, { plugins: { broker_modules: {} } })
   t.teardown(b.stop)
   return b
 }

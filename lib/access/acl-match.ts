@@ -234,6 +234,12 @@ export function topicMatches(filter: string, topic: string): boolean {
   return matchLevels(filter.split('/'), topic, null);
 }
 
+/** `topicMatches` with the filter split once: a matcher for one filter, called per topic without allocating. */
+export function topicMatcher(filter: string): (topic: string) => boolean {
+  const levels = filter.split('/');
+  return (topic) => matchLevels(levels, topic, null);
+}
+
 /**
  * Whether a rule filter and a requested subscription filter can both match
  * some topic (a deny rule applies to any subscription that would receive

@@ -6,7 +6,8 @@ import type { AuthenticateError, Client } from 'aedes'
 import type { Config } from '../config/store.js'
 import { runChain, type ChainRules } from '../hooks/chain.js'
 import type { HookRegistry } from '../hooks/registry.js'
-import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo, ConnectInfo } from '../hooks/types.js'
+import { connectInfo } from '../hooks/connect-info.js'
+import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Refusal as ListenerRefusal } from '../listeners/gate.js'
 import type { Logger } from '../log.js'
@@ -17,7 +18,7 @@ import { expandMountpoint } from './mountpoint.js'
 import { REFUSALS, type Refusal } from './refusals.js'
 import type { EnhancedAuth } from './enhanced-auth.js'
 import type { SessionGuard } from './session-guard.js'
-import { engineClientFacts, type ConnectingClient } from '../engine/internals.js'
+import type { ConnectingClient } from '../engine/internals.js'
 
 function refusal (reason: Refusal, message: string): AuthenticateError {
   return Object.assign(new Error(message), REFUSALS[reason]) as unknown as AuthenticateError
@@ -35,12 +36,6 @@ function verdictOf (answer: AuthenticateAnswer): Verdict | undefined {
   if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied', credentials: true }
   if (answer.result === 'allow') return { allow: true, superuser: answer.superuser === true, mountpoint: answer.mountpoint, username: answer.username }
   return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied', credentials: true }
-}
-
-/** The CONNECT as `client.connect` and `client.connack` see it (the user name as the client sent it). */
-function connectInfo (client: Client, info: ClientInfo): ConnectInfo {
-  const { clientId, username, ipAddress, port, protocol, protoVer } = info
-  return { clientId, username, ipAddress, port, protocol, protoVer, keepalive: engineClientFacts(client).keepalive, cleanStart: client.clean }
 }
 
 export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, guard: SessionGuard, logger: Logger }
@@ -95,6 +90,8 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, guard, lo
     // an MQTT 5 enhanced authentication exchange already decided
     const exchanged = enhanced.takeVerdict(client)
     if (exchanged !== undefined) return { allow: true, ...exchanged }
+    // a plugin being swapped (broker_reloader) holds the chain: its handlers are briefly gone
+    if (hooks.held('client.authenticate') !== undefined) await hooks.whenFree('client.authenticate')
     return await runChain(hooks.handlers('client.authenticate'), { client: info, password }, chain, undefined)
   }
 

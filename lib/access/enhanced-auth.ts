@@ -64,6 +64,8 @@ export class EnhancedAuth {
 
   /** Step 0 goes down the chain; a later step only to the handler that owns the exchange. */
   async #first (client: Client, request: EnhancedAuthRequest): Promise<AuthStep> {
+    // a plugin being swapped (broker_reloader) holds the chain: its handlers are briefly gone
+    if (this.hooks.held('client.enhanced_auth') !== undefined) await this.hooks.whenFree('client.enhanced_auth')
     return await runChain(this.hooks.handlers('client.enhanced_auth'), request, this.#chain, client)
   }
 

@@ -4,20 +4,28 @@ import { isLevelValue } from './acl-match.js'
 import type { Refusal } from './refusals.js'
 
 /**
- * A mountpoint template with `%c` → client id and `%u` → user name, copied
- * literally (no `$&`-style replacement patterns). A value that could leave
- * its tenant — empty, missing or holding `+`, `#` or `/` — refuses the
- * client instead: the client id with client_id_not_valid, the user name with
- * bad_username_or_password.
+ * A topic template with `%c` → client id and `%u` → user name, copied
+ * literally (no `$&`-style replacement patterns); `unfit` names the value
+ * that cannot stand in a topic level — empty, missing or holding `+`, `#` or
+ * `/` — and would widen or break the topic (the ACL's placeholder rule).
+ */
+export function fillLevelTemplate (template: string, who: { clientId: string, username?: string }): { value: string } | { unfit: 'clientId' | 'username' } {
+  if (template.includes('%c') && !isLevelValue(who.clientId)) return { unfit: 'clientId' }
+  if (template.includes('%u') && !isLevelValue(who.username)) return { unfit: 'username' }
+  return { value: template.split('%c').map((part) => part.split('%u').join(who.username ?? '')).join(who.clientId) }
+}
+
+/**
+ * A mountpoint template filled (fillLevelTemplate). A value that could leave
+ * its tenant refuses the client instead: the client id with
+ * client_id_not_valid, the user name with bad_username_or_password.
  */
 export function expandMountpoint (template: string, who: { clientId: string, username?: string }): { mountpoint: string } | { refusal: Refusal, message: string } {
-  if (template.includes('%c') && !isLevelValue(who.clientId)) {
-    return { refusal: 'client_id_not_valid', message: 'the client id cannot fill the mountpoint (empty, or holds +, # or /)' }
-  }
-  if (template.includes('%u') && !isLevelValue(who.username)) {
-    return { refusal: 'bad_username_or_password', message: 'the user name cannot fill the mountpoint (missing, empty, or holds +, # or /)' }
-  }
-  return { mountpoint: template.split('%c').map((part) => part.split('%u').join(who.username ?? '')).join(who.clientId) }
+  const filled = fillLevelTemplate(template, who)
+  if ('value' in filled) return { mountpoint: filled.value }
+  return filled.unfit === 'clientId'
+    ? { refusal: 'client_id_not_valid', message: 'the client id cannot fill the mountpoint (empty, or holds +, # or /)' }
+    : { refusal: 'bad_username_or_password', message: 'the user name cannot fill the mountpoint (missing, empty, or holds +, # or /)' }
 }
 
 /** Mounts a topic filter; a shared subscription keeps its `$share/<group>/` or `$queue/` in front. */

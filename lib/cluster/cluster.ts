@@ -10,7 +10,7 @@ import type { ClusterRpc } from './rpc.js'
 export const REMOTE_METHODS = [
   'brokerInfo', 'nodeStats', 'metrics', 'metricsV2', 'stats', 'statsV2', 'alarms',
   'connections', 'connection', 'sessions', 'session', 'subscriptions', 'clientSubscriptions', 'routes', 'route', 'listeners',
-  'plugins', 'loadPlugin', 'unloadPlugin', 'reloadPlugin', 'pluginSettings', 'setPluginSettings',
+  'plugins', 'loadPlugin', 'unloadPlugin', 'reloadPlugin', 'reloadPluginCode', 'pluginSettings', 'setPluginSettings', 'pluginRoute',
   'configs', 'setConfig', 'banned', 'ban', 'unban', 'reloadAcl',
   'kick', 'cleanAclCache', 'subscribe', 'unsubscribe',
   'health', 'drain', 'drainStatus'

@@ -24,10 +24,14 @@ export interface Clustering {
   serverReference: () => string | undefined
   /** the live nodes' names as last seen (for `$SYS/brokers`) */
   liveNodes: () => string[]
+  /** the live nodes' names, read from the cluster now (this node among them, announced or not) */
+  members: () => Promise<string[]>
   /** `listener()` whenever the set of live nodes changes */
   onMembersChanged: (listener: () => void) => void
   /** `listener(node)` when a node leaves the cluster, on one live node only (the first by name) */
   onNodeLeft: (listener: (node: string) => void) => void
+  /** `listener(node)` when a node leaves the cluster, on every live node */
+  onNodeDown: (listener: (node: string) => void) => void
 }
 
 interface JoinOptions { config: Config, backend: Backend, service: NodeOperations, shared: SharedSubscriptions, engineId: string, logger: Logger }
@@ -35,7 +39,7 @@ interface JoinOptions { config: Config, backend: Backend, service: NodeOperation
 export async function joinCluster ({ config, backend, service, shared, engineId, logger }: JoinOptions): Promise<Clustering> {
   const startedAt = Date.now()
   if (backend.redis === undefined) {
-    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, serverReference: () => undefined, liveNodes: () => [service.name], onMembersChanged: () => {}, onNodeLeft: () => {} }
+    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, serverReference: () => undefined, liveNodes: () => [service.name], members: async () => [service.name], onMembersChanged: () => {}, onNodeLeft: () => {}, onNodeDown: () => {} }
   }
   const prefix = config.get('cluster.name')
   const log = logger.child({ cluster: prefix })
@@ -62,6 +66,7 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
     },
     serverReference: () => membership.liveMembers().find((m) => m.node !== service.name && m.address !== undefined)?.address,
     liveNodes: () => membership.live(),
+    members: async () => (await membership.members()).map((m) => m.node),
     onMembersChanged: (listener) => { membership.on('changed', listener) },
     onNodeLeft: (listener) => {
       membership.on('nodedown', (node: string) => {
@@ -71,7 +76,8 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
           placement.forgetNode(node).catch((err: Error) => log.warn({ err: err.message, node }, 'shared subscription members of a node that left not removed'))
         }, (err: Error) => log.warn({ err: err.message }, 'cluster members not read'))
       })
-    }
+    },
+    onNodeDown: (listener) => { membership.on('nodedown', listener) }
   }
 }
 

@@ -7,6 +7,7 @@
 // at firing time are one Lua script, so a client that came back elsewhere is
 // never expired nor its will sent.
 import type { Redis } from 'ioredis'
+import { redisTextStores, type TextStore } from '../engine/text-store.js'
 
 const CLAIM = `
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 0 end
@@ -16,21 +17,19 @@ if cjson.decode(v).owner ~= ARGV[3] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 return 1`
 
-const RELEASE = `
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
-return 0`
-
-const ADOPT = `
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) return 1 end
-return 0`
-
 export class TimerOwnership {
   readonly #timers: string
   readonly #registry: string
+  /** the same two hashes as text stores, for their compare-and-swap */
+  readonly #timerStore: TextStore
+  readonly #registryStore: TextStore
 
   constructor (private readonly redis: Redis, prefix: string, readonly node: string) {
     this.#timers = `${prefix}:timers`
     this.#registry = `${prefix}:clients`
+    const stores = redisTextStores(redis, prefix)
+    this.#timerStore = stores('timers')
+    this.#registryStore = stores('clients')
   }
 
   /** The client connected to this node: it is registered here and its timers, wherever armed, are void. */
@@ -40,7 +39,7 @@ export class TimerOwnership {
 
   /** The client left this node (unless it is registered elsewhere by now). */
   async disconnected (clientId: string): Promise<void> {
-    await this.redis.eval(RELEASE, 1, this.#registry, clientId, this.node)
+    await this.#registryStore.swap(clientId, this.node, undefined)
   }
 
   /** True (and the record removed) when this node owns the timer and the client is connected nowhere. */
@@ -60,6 +59,6 @@ export class TimerOwnership {
   /** Takes over a timer of a node that left (false when someone else did first). */
   async adopt (key: string, record: string): Promise<boolean> {
     const updated = JSON.stringify({ ...JSON.parse(record) as object, owner: this.node })
-    return await this.redis.eval(ADOPT, 1, this.#timers, key, record, updated) === 1
+    return await this.#timerStore.swap(key, record, updated)
   }
 }

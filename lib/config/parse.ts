@@ -16,7 +16,8 @@ export class ConfigError extends Error {
   }
 }
 
-const KEY_PATTERN = /^[A-Za-z0-9_$]+(\.[A-Za-z0-9_$]+)*$/
+// a level may hold `-` after its first character: EMQ X's `web.hook.headers.content-type`
+const KEY_PATTERN = /^[A-Za-z0-9_$][A-Za-z0-9_$-]*(\.[A-Za-z0-9_$][A-Za-z0-9_$-]*)*$/
 
 export function parseConfigText (text: string, fileName: string): ConfigLine[] {
   const lines: ConfigLine[] = []

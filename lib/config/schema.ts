@@ -68,15 +68,9 @@ export const schema = {
 
   'plugins.etc_dir': restart(string('etc/plugins')),
 
-  'retainer.expiry_interval': duration('0', 'broker_retainer'),
-  // written in bytes, as SPEC §8 lists it
-  'retainer.max_payload_size': bytesize('1048576', 'broker_retainer'),
-  'retainer.max_retained_messages': integer(0, 0, Number.MAX_SAFE_INTEGER, 'broker_retainer'),
+  // retainer.* are the broker_retainer plugin's (etc/plugins/broker_retainer.conf)
 
   // --- observability (issue 5) ---
-  'module.presence': flag(true),
-  'module.presence.qos': integer(1, 0, 2),
-  'module.presence.format': choice(['full', 'short'] as const, 'full'),
   'os_mon.cpu_check_interval': duration('60s'),
   'os_mon.cpu_high_watermark': percent('80%'),
   'os_mon.cpu_low_watermark': percent('60%'),
@@ -116,6 +110,15 @@ export function canonicalKey (key: string): string {
 
 export function isSettingKey (key: string): key is SettingKey {
   return Object.hasOwn(schema, key)
+}
+
+/** Settings that moved to a plugin's own file: what an unknown-setting error says of them. */
+const MOVED_TO_PLUGINS: ReadonlyArray<readonly [prefix: string, plugin: string]> = [['retainer.', 'broker_retainer'], ['module.', 'broker_modules']]
+
+/** Where a key of an older etc/broker.conf went, e.g. `moved to etc/plugins/broker_retainer.conf`; undefined for any other key. */
+export function movedSetting (key: string): string | undefined {
+  const plugin = MOVED_TO_PLUGINS.find(([prefix]) => key.startsWith(prefix))?.[1]
+  return plugin === undefined ? undefined : `unknown setting: it moved to etc/plugins/${plugin}.conf (the ${plugin} plugin's settings)`
 }
 
 /** The setting a key names: a schema key, or a key of a listener of any name; undefined for an unknown key. */

@@ -5,7 +5,7 @@ import { EventEmitter } from 'node:events'
 import { ConfigError, type ConfigLine } from './parse.js'
 import type { ConfigOverrides } from './overrides.js'
 import { LISTENER_TYPES, listenerKeyParts, listenerPrefix, listenerSchema, unknownListenerKey, type ListenerType } from './listener-settings.js'
-import { canonicalKey, schema, settingOf, type AnyKey, type Canonical, type SettingValue } from './schema.js'
+import { canonicalKey, movedSetting, schema, settingOf, type AnyKey, type Canonical, type SettingValue } from './schema.js'
 import type { SettingKind } from './types.js'
 
 /** `key`: a schema key or a key of a listener named in the configuration (`listener.tcp.internal…`). */
@@ -66,7 +66,7 @@ export class Config extends EventEmitter {
   /** The typed value `value` would give `key`; throws ConfigError naming `origin` for an unknown key or a bad value. */
   parse (key: string, value: string, origin: string): unknown {
     const setting = settingOf(canonicalKey(key))
-    if (setting === undefined) throw new ConfigError(origin, `${key}: ${unknownListenerKey(key) ?? 'unknown setting'}`)
+    if (setting === undefined) throw new ConfigError(origin, `${key}: ${unknownListenerKey(key) ?? movedSetting(key) ?? 'unknown setting'}`)
     try {
       return setting.parse(value)
     } catch (err) {

@@ -32,6 +32,13 @@ export function output (text: string, data: unknown): CtlOutput {
   return { text, data }
 }
 
+/** `key : value` lines, keys padded to one column (EMQ X's `~-20s: ~w`). */
+export function keyValues (record: object, prefix = ''): string {
+  const entries = Object.entries(record)
+  const width = Math.max(...entries.map(([k]) => prefix.length + k.length))
+  return entries.map(([k, v]) => `${(prefix + k).padEnd(width)} : ${String(v)}`).join('\n')
+}
+
 /** `usage` lines as EMQ X prints them: the usage padded to a column, `# description`. */
 export function formatUsage (lines: readonly UsageLine[]): string {
   const width = Math.max(48, ...lines.map(([u]) => u.length + 2))

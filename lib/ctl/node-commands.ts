@@ -8,7 +8,7 @@ import { isServiceError, type BannedKind, type ConnectionFacts, type DrainStatus
 import { parseDuration } from '../config/types.js'
 import { datetime, maxFds, openFds } from '../sys/node-info.js'
 import { TraceError, type TraceKind, type Tracer } from '../trace/tracer.js'
-import { CtlError, output, usageError, type CtlCommand, type CtlOutput } from './command.js'
+import { CtlError, keyValues, output, usageError, type CtlCommand, type CtlOutput } from './command.js'
 import { onHolder, rowsOfAll, type ListMethod } from '../cluster/cluster.js'
 import { NODE_USAGE, type NodeCommandName } from './usage.js'
 
@@ -16,13 +16,6 @@ export interface NodeCommandParts { service: NodeOperations, tracer: Tracer }
 
 const NOT_FOUND = 'Not Found.'
 const BANNED_KINDS = ['client_id', 'username', 'ip_address'] as const
-
-/** `key : value` lines, keys padded to one column (EMQ X's `~-20s: ~w`). */
-function keyValues (record: Readonly<Record<string, unknown>>, prefix = ''): string {
-  const keys = Object.keys(record)
-  const width = Math.max(...keys.map((k) => prefix.length + k.length))
-  return keys.map((k) => `${(prefix + k).padEnd(width)} : ${String(record[k])}`).join('\n')
-}
 
 /** `Name(first, k=v, …)` as EMQ X prints records. */
 function record (name: string, first: string, fields: Readonly<Record<string, unknown>>): string {
@@ -281,10 +274,10 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
     'set-level': {
       arity: 1,
       // every log output, as EMQ X's `log set-level` set every handler
-      run: ([level], { service }) => {
+      run: async ([level], { service }) => {
         for (const item of service.configs().filter((c) => c.key === 'log.console.level' || c.key === 'log.file.level')) {
           try {
-            service.setConfig(item.app, item.key, level, 'broker_ctl')
+            await service.setConfig(item.app, item.key, level, 'broker_ctl')
           } catch (err) {
             throw usageError(`[error] bad log level ${level}: ${(err as Error).message}`)
           }

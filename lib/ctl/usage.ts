@@ -1,6 +1,6 @@
 // Usage of the node's own `broker_ctl` commands. Plain data, so that
 // `broker_ctl help` can print it when no node is running; plugins bring the
-// usage of the commands they add (users, clientid, mgmt, admins).
+// usage of the commands they add (users, clientid, mgmt, admins, reload, retainer).
 import type { UsageLine } from './command.js'
 
 export const NODE_USAGE = {
@@ -76,5 +76,9 @@ export const PLUGIN_COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ['users', 'broker_auth_username'],
   ['clientid', 'broker_auth_clientid'],
   ['mgmt', 'broker_management'],
-  ['admins', 'broker_management']
+  ['admins', 'broker_management'],
+  ['reload', 'broker_reloader'],
+  ['retainer', 'broker_retainer'],
+  ['recon', 'broker_recon'],
+  ['statsd', 'broker_statsd']
 ]

@@ -14,6 +14,7 @@ import type { Config } from '../config/store.js'
 import type { HookRegistry } from '../hooks/registry.js'
 import { messageInfo } from '../hooks/engine-events.js'
 import { foldPublish, foldSubscribe, foldUnsubscribe, isStopped, type Stopped } from '../hooks/folds.js'
+import { noteTopicRewrite } from '../hooks/rewritten.js'
 import type { PublishMessage, SubscribeFilter } from '../hooks/types.js'
 
 const SYS_PREFIX = '$SYS'
@@ -59,12 +60,14 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
       // the fold (topic rewrite, scripts, delayed messages …) runs before the ACL, which checks the topic it made
       const folded = foldPublish(hooks, {
         ...messageInfo(packet),
+        properties: packet.properties,
         from: state.info.clientId,
         client: state.info,
         authorize: (topic) => access.check(state, 'publish', topic)
       })
       const go = (result: PublishMessage | Stopped): void => {
         if (isStopped(result)) return done(new PublishStop(result.stop, result.reason))
+        noteTopicRewrite(packet, packet.topic, result.topic)
         packet.topic = result.topic
         packet.payload = result.payload
         packet.retain = result.retain

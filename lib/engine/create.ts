@@ -10,7 +10,7 @@ import type { AuthorizeRestored } from './callbacks.js'
 import type { SessionTimers } from './session-timers.js'
 import type { SharedSubscriptions } from './shared-subscriptions.js'
 import type { AedesPersistence } from './store.js'
-import { connectSessionExpiry, imposeServerKeepAlive } from './internals.js'
+import { connectSessionExpiry, imposeServerKeepAlive, noteConnectKeepalive } from './internals.js'
 import { engineSettings, followEngineSettings } from './live-settings.js'
 import { createPacketValidator, type PacketRefusal } from './packet-validation.js'
 
@@ -78,7 +78,7 @@ export async function createEngine ({ config, persistence, mq, callbacks, shared
     ...engineSettings(config, shared),
     enhancedAuth: enhanced,
     timerStore: timers,
-    validatePacket: createPacketValidator({ topicAliasMaximum: () => config.get('zone.external.max_topic_alias'), connectSessionExpiry }),
+    validatePacket: noteConnect(createPacketValidator({ topicAliasMaximum: () => config.get('zone.external.max_topic_alias'), connectSessionExpiry })),
     ...callbacks,
     authenticate: withServerKeepAlive(config, callbacks.authenticate)
   } as AedesOptions & PatchedOptions
@@ -88,6 +88,14 @@ export async function createEngine ({ config, persistence, mq, callbacks, shared
   shared.attach(engine)
   engine.once('closed', followEngineSettings(engine, config, shared))
   return engine
+}
+
+/** The validator, noting each CONNECT's Keep Alive on the way (the `client.connect` hook reports it before Aedes reads it). */
+function noteConnect (validate: PatchedOptions['validatePacket']): PatchedOptions['validatePacket'] {
+  return (packet, client) => {
+    if (packet.cmd === 'connect') noteConnectKeepalive(client, packet.keepalive ?? 0)
+    return validate(packet, client)
+  }
 }
 
 type Authenticate = NonNullable<AedesOptions['authenticate']>

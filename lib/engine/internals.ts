@@ -31,6 +31,18 @@ export function connectSessionExpiry (client: Client): number | undefined {
   return (client as unknown as { _connectSessionExpiryInterval?: number })._connectSessionExpiryInterval
 }
 
+const connectKeepalives = new WeakMap<Client, number>()
+
+/** Notes the Keep Alive (seconds) of the client's CONNECT, which Aedes reads only after authentication. */
+export function noteConnectKeepalive (client: Client, keepalive: number): void {
+  connectKeepalives.set(client, keepalive)
+}
+
+/** The Keep Alive (seconds) the client's CONNECT asked for; undefined before the CONNECT. */
+export function connectKeepalive (client: Client): number | undefined {
+  return connectKeepalives.get(client)
+}
+
 /**
  * `messageDropped` (added by the Aedes patch): a message was not delivered to
  * a session because its queue was full (`reason` is `queue_full`).
@@ -152,8 +164,11 @@ export function engineClientFacts (client: Client): EngineClientFacts {
 
 // --- the node's operations (lib/service/): subscribe and unsubscribe on behalf of a connected client ---
 
+/** MQTT 5 subscription options: No Local, Retain As Publish, Retain Handling. */
+export interface SubscriptionOptions { nl?: boolean, rap?: boolean, rh?: 0 | 1 | 2 }
+
 interface ClientOperations {
-  subscribe: (packet: { subscriptions: Array<{ topic: string, qos: number }> }, done: (err?: Error | null) => void) => void
+  subscribe: (packet: { subscriptions: Array<{ topic: string, qos: number } & SubscriptionOptions> }, done: (err?: Error | null) => void) => void
   unsubscribe: (packet: { unsubscriptions: string[] }, done: (err?: Error | null) => void) => void
 }
 
@@ -161,9 +176,9 @@ interface ClientOperations {
  * Subscribes a connected client as if it had sent SUBSCRIBE (authorization,
  * storage, retained messages), without a SUBACK: the packet has no message id.
  */
-export async function engineSubscribe (client: Client, topic: string, qos: 0 | 1 | 2): Promise<void> {
+export async function engineSubscribe (client: Client, topic: string, qos: 0 | 1 | 2, options: SubscriptionOptions = {}): Promise<void> {
   await new Promise<void>((resolve, reject) => {
-    (client as unknown as ClientOperations).subscribe({ subscriptions: [{ topic, qos }] }, (err) => err ? reject(err) : resolve())
+    (client as unknown as ClientOperations).subscribe({ subscriptions: [{ ...options, topic, qos }] }, (err) => err ? reject(err) : resolve())
   })
 }
 

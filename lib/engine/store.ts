@@ -6,7 +6,6 @@ import { chmod, mkdir, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createRequire } from 'node:module'
 import { Level } from 'level'
-import { scanRetainedOnce } from './retained-scan.js'
 
 const require = createRequire(import.meta.url)
 // the package's main export wraps this class in a callback API; Aedes 2 wants the async one
@@ -56,9 +55,7 @@ export async function openStore (dataDir: string): Promise<{ db: Level<string, B
   } finally {
     process.umask(umask)
   }
-  const persistence = new AsyncLevelPersistence(db)
-  scanRetainedOnce(persistence)
-  return { db, persistence }
+  return { db, persistence: new AsyncLevelPersistence(db) }
 }
 
 /** A key → string section of the node's store (banned entries, timers, plugin stores). */

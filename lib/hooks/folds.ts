@@ -46,6 +46,9 @@ const publishRulesOf = new WeakMap<HookRegistry, ReturnType<typeof publishRules>
 
 /** Runs `message.publish` over `message` (changed in place); the message to route, or where it stopped. */
 export function foldPublish (hooks: HookRegistry, message: PublishMessage): PublishMessage | Stopped | Promise<PublishMessage | Stopped> {
+  // a plugin being swapped (broker_reloader) holds the fold: without its handlers the message would pass unchanged
+  const held = hooks.held('message.publish')
+  if (held !== undefined) return held.then(() => foldPublish(hooks, message))
   let rules = publishRulesOf.get(hooks)
   if (rules === undefined) publishRulesOf.set(hooks, rules = publishRules(hooks))
   return runChain(hooks.handlers('message.publish'), message, rules, undefined)
@@ -57,6 +60,8 @@ export function isStopped<T extends object> (result: T | Stopped): result is Sto
 
 /** Runs `client.subscribe` over one filter of a SUBSCRIBE (a cold path: one closure per handler per call). */
 export function foldSubscribe (hooks: HookRegistry, client: ClientInfo, filter: SubscribeFilter): SubscribeFilter | Stopped | Promise<SubscribeFilter | Stopped> {
+  const held = hooks.held('client.subscribe')
+  if (held !== undefined) return held.then(() => foldSubscribe(hooks, client, filter))
   const handlers = hooks.handlers('client.subscribe').map((handler) => (f: SubscribeFilter) => handler(client, f))
   const rules: ChainRules<SubscribeFilter, SubscribeAnswer, SubscribeFilter | Stopped, undefined> = {
     decide: (answer, current) => {

@@ -12,10 +12,12 @@ export interface ClientInfo {
   /** client address as the listener saw it (`127.0.0.1`, `::1`) */
   ipAddress: string
   port: number
-  /** `mqtt:tcp` | `mqtt:ssl` | `mqtt:ws` | `mqtt:wss` */
+  /** `mqtt:tcp` | `mqtt:ssl` | `mqtt:ws` | `mqtt:wss`; a protocol gateway's (`stomp:tcp`) */
   protocol: string
-  /** MQTT protocol level: 3, 4 or 5 */
+  /** MQTT protocol level: 3, 4 or 5 (a gateway's client: 5, its link to the engine) */
   protoVer: number
+  /** a protocol gateway's client: its protocol and version as the listings show them (`STOMP`, `1.2`); absent for MQTT */
+  gateway?: { protoName: string, protoVer: number | string }
   /** subject of the TLS client certificate, `nossl` without TLS */
   peercert: string
   /** set by an authenticate answer; an empty string when none */
@@ -86,9 +88,20 @@ export interface MessageInfo {
 }
 
 /** A CONNECT as it arrived, before authentication (`client.connect`, `client.connack`). */
-export interface ConnectInfo extends Pick<ClientInfo, 'clientId' | 'username' | 'ipAddress' | 'port' | 'protocol' | 'protoVer'> {
+export interface ConnectInfo extends Pick<ClientInfo, 'clientId' | 'username' | 'ipAddress' | 'port' | 'protocol' | 'protoVer' | 'gateway'> {
   keepalive: number
   cleanStart: boolean
+}
+
+/** The MQTT 5 PUBLISH properties a message carries from its publisher to its subscribers. */
+export interface PublishProperties {
+  payloadFormatIndicator?: boolean
+  /** seconds */
+  messageExpiryInterval?: number
+  contentType?: string
+  responseTopic?: string
+  correlationData?: Buffer
+  userProperties?: Record<string, string | string[]>
 }
 
 /**
@@ -98,6 +111,8 @@ export interface ConnectInfo extends Pick<ClientInfo, 'clientId' | 'username' | 
  * topic (always true for the node's own messages).
  */
 export interface PublishMessage extends MessageInfo {
+  /** its MQTT 5 properties as published (read only: a handler's changes to them are not applied) */
+  properties?: PublishProperties
   client?: ClientInfo
   authorize: (topic: string) => boolean | Promise<boolean>
 }

@@ -11,13 +11,13 @@
 //   because its MQTT 5 Message Expiry Interval had passed. The node has no
 //   QoS 2 await-PUBREL timeout, so qos2/expired counts expired QoS 2 messages.
 // - messages/retained: a retained message stored (not a clear, not one the
-//   retainer's limits refused, not the broker's own `$SYS/` ones).
+//   retainer plugin's limits refused, not the broker's own `$SYS/` ones; none
+//   while no plugin keeps retained messages).
 // The per-message costs: two calls in the router (see observeUnrouted), and
 // for QoS 1/2 messages with persistent subscribers a WeakSet add. No
 // closure or object per message.
 import type { Aedes, AedesPublishPacket, Client } from 'aedes'
-import type { Retainer } from '../engine/retainer.js'
-import type { RetainedPacket } from '../engine/store.js'
+import type { RetainedMessages } from '../engine/retained.js'
 import { enginePersistence, observeUnrouted, onMessageDropped } from '../engine/internals.js'
 import { PUBLISH_DENIALS, PublishStop } from '../engine/callbacks.js'
 import type { Metrics } from './metrics.js'
@@ -27,20 +27,19 @@ const SYS = '$SYS/'
 const AWAITING_REL_FULL = 'too many inbound QoS 2 messages awaiting PUBREL'
 
 interface WatchedPersistence {
-  storeRetained: (packet: RetainedPacket) => Promise<void>
   outgoingEnqueueCombi: (subs: unknown[], packet: AedesPublishPacket) => Promise<unknown>
   outgoingClearMessageId: (client: Client, packet: { qos?: number, messageExpiry?: number }) => Promise<unknown>
 }
 
 /** Starts counting; returns what stops it. `onRetained` runs when the retained set may have changed. */
-export function countMessages (engine: Aedes, retainer: Retainer, metrics: Metrics, onRetained: () => void): () => void {
+export function countMessages (engine: Aedes, retained: RetainedMessages, metrics: Metrics, onRetained: () => void): () => void {
   const queued = new WeakSet<object>()
   const unobserve = observeUnrouted(engine, (packet) => {
     if (!packet.topic.startsWith(SYS) && !queued.has(packet)) metrics.dropped(packet.qos)
   })
 
   const persistence = enginePersistence<WatchedPersistence>(engine)
-  const { storeRetained, outgoingEnqueueCombi, outgoingClearMessageId } = persistence
+  const { outgoingEnqueueCombi, outgoingClearMessageId } = persistence
   // plain functions handing back the inner promise: no extra promise per message
   persistence.outgoingEnqueueCombi = function (subs, packet) {
     if (subs.length > 0) queued.add(packet)
@@ -50,13 +49,9 @@ export function countMessages (engine: Aedes, retainer: Retainer, metrics: Metri
     if (packet.messageExpiry !== undefined && packet.messageExpiry <= Date.now()) metrics.expired(packet.qos ?? 0)
     return outgoingClearMessageId.call(persistence, client, packet)
   }
-  persistence.storeRetained = function (packet) {
-    const refused = retainer.dropped
-    const stored = storeRetained.call(persistence, packet)
-    // the retainer decides (and updates its topic set) synchronously, before its first await
-    if (packet.payload.length > 0 && retainer.dropped === refused && !packet.topic.startsWith(SYS)) metrics.messagesRetained++
+  retained.onChange = (stored) => {
+    if (stored) metrics.messagesRetained++
     onRetained()
-    return stored
   }
 
   const onDropped = (packet: AedesPublishPacket): void => metrics.dropped(packet.qos)
@@ -69,7 +64,8 @@ export function countMessages (engine: Aedes, retainer: Retainer, metrics: Metri
 
   return () => {
     unobserve()
-    Object.assign(persistence, { storeRetained, outgoingEnqueueCombi, outgoingClearMessageId })
+    Object.assign(persistence, { outgoingEnqueueCombi, outgoingClearMessageId })
+    retained.onChange = undefined
     const events = engine as unknown as NodeJS.EventEmitter
     events.off('messageDropped', onDropped)
     events.off('clientError', onClientError)

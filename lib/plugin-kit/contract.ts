@@ -8,17 +8,27 @@ import type { Server as NetServer, Socket as NetSocket } from 'node:net'
 import type { Socket as UdpSocket } from 'node:dgram'
 import type { Duplex } from 'node:stream'
 import type Joi from 'joi'
-import type { HookHandlers, HookName } from '../hooks/types.js'
+import type { HookHandlers, HookName, PublishProperties } from '../hooks/types.js'
 import type { Logger } from '../log.js'
 import type { CtlCommand } from '../ctl/command.js'
-import type { BrokerActions as OperationActions, ListenerRecord, NodeOperations, NodeQueries as OperationQueries } from '../service/operations.js'
+import type { BrokerActions as OperationActions, CodeReplaced, ListenerRecord, NodeOperations, NodeQueries as OperationQueries, PluginRecord } from '../service/operations.js'
 
 /** Durable key → string storage of one plugin, kept in the node's store. */
 export interface PluginStore {
   get: (key: string) => Promise<string | undefined>
   put: (key: string, value: string) => Promise<void>
   del: (key: string) => Promise<void>
+  /** in key order */
   entries: () => AsyncIterable<[string, string]>
+  /**
+   * In one step: when `key` holds `expected` (undefined: absent), sets it to
+   * `value` (undefined: deletes it) and answers true; otherwise changes
+   * nothing and answers false. Atomic across the nodes of a cluster, so two
+   * nodes racing for one record cannot both take it.
+   */
+  swap: (key: string, expected: string | undefined, value: string | undefined) => Promise<boolean>
+  /** how many keys it holds: one call in a cluster (Redis HLEN), a key count on one node (LevelDB); the node's stores have it */
+  size?: () => Promise<number>
 }
 
 export interface PublishRequest {
@@ -26,7 +36,10 @@ export interface PublishRequest {
   payload: string | Buffer
   qos?: 0 | 1 | 2
   retain?: boolean
+  /** MQTT 5 properties the message carries to its subscribers (the message expires `messageExpiryInterval` seconds from now) */
+  properties?: PublishProperties
 }
+
 
 /** An alarm a plugin raises (SPEC §2.18; shown by the API and `$SYS/brokers/<node>/alarms/…`). */
 export interface PluginAlarm {
@@ -52,7 +65,7 @@ export type BrokerActions = Omit<OperationActions, 'publish'> & {
 /** A route the management API serves under /api/v3 for a plugin (e.g. `GET /nodes/{node}/recon`). */
 export interface PluginRoute {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE'
-  /** hapi-style, under /api/v3: `/delayed/{id}` */
+  /** hapi-style, under /api/v3: `/delayed/{id}`; with `{node}` the named node of the cluster answers (the management API forwards it) */
   path: string
   /** 'read' routes are open to the viewer role too; default 'write' for anything but GET */
   access?: 'read' | 'write'
@@ -66,9 +79,9 @@ export interface PluginRouteRequest {
   payload: unknown
 }
 
-/** A route failure: `code` is a SPEC §7 code, `status` the HTTP status (default 400). */
+/** A route failure: `code` is a SPEC §7 code (undefined: none, as the API's own 404s), `status` the HTTP status (default 400). */
 export class RouteError extends Error {
-  constructor (readonly code: number, message: string, readonly status = 400) {
+  constructor (readonly code: number | undefined, message: string, readonly status = 400) {
     super(message)
     this.name = 'RouteError'
   }
@@ -86,11 +99,88 @@ export interface Administration {
   }
 }
 
+/**
+ * The plugins' code, replaced at run time (broker_reloader): narrower than
+ * `administration`, it reads the plugin list and swaps one plugin's code.
+ */
+export interface PluginCode {
+  /** the plugins found on this node, with their version and whether each runs */
+  plugins: () => Promise<PluginRecord[]>
+  /** the folder this node imports the plugin's code from: its built JS (dist/plugins/<name>/), or its sources when the node runs from TypeScript */
+  folder: (name: string) => string
+  /**
+   * Imports the plugin's code afresh and swaps its running load for one of
+   * the new code, on `node` (default this node); a failure leaves the old
+   * code running and says why. Refusals are the node's operations' errors
+   * (`kind`: `not_found`, `failed`, `badrpc`).
+   */
+  reload: (name: string, node?: string) => Promise<CodeReplaced>
+}
+
+/**
+ * A retained message as the node hands it to the plugin that keeps the
+ * clients' retained messages, and as that plugin gives it back on SUBSCRIBE.
+ */
+export interface RetainedMessage {
+  /** a topic name (no wildcard); never a `$SYS/` one: the node keeps its own */
+  topic: string
+  /** empty in `store`: the topic's retained message is removed */
+  payload: Buffer
+  qos: 0 | 1 | 2
+  /** the PUBLISH's MQTT 5 properties kept with it: payloadFormatIndicator, contentType, responseTopic, correlationData, userProperties */
+  properties?: Record<string, unknown>
+  /** ms since the epoch after which it is not delivered: the publisher's Message Expiry Interval on `store`, the keeper's choice on `match` */
+  expiresAt?: number
+}
+
+/** What a plugin granted `retained` offers to keep the clients' retained messages (broker_retainer). */
+export interface RetainedStore {
+  /**
+   * A PUBLISH with the retain flag (an empty payload clears the topic): true
+   * when kept (or cleared), false when refused (a limit). The publisher's
+   * acknowledgement waits for a promise; one that rejects is logged and the
+   * message stays delivered but not retained.
+   */
+  store: (message: RetainedMessage) => boolean | Promise<boolean>
+  /**
+   * The messages a SUBSCRIBE gets for these filters: each as many times as
+   * filters match it; a filter starting with `+` or `#` matches no `$` topic
+   * [MQTT-4.7.2-1]. Runs once per SUBSCRIBE that has such filters.
+   */
+  match: (filters: readonly string[]) => Iterable<RetainedMessage> | AsyncIterable<RetainedMessage>
+  /** how many it keeps now (the `retained/count` statistics); read often: no work */
+  count: () => number
+}
+
+/** The `retained` capability: the slot the node's retained messages go through. */
+export interface RetainedSlot {
+  /** the node's state is shared with other nodes (a cluster): `ctx.store` is the cluster's, and other nodes write retained messages to it */
+  readonly shared: boolean
+  /**
+   * Makes `store` keep the clients' retained messages until the plugin
+   * unloads (a node has one keeper; a second is refused). Without a keeper the
+   * retain flag is ignored: messages are delivered, nothing is stored or sent
+   * on SUBSCRIBE. Retained messages an older install kept in the engine's own
+   * store are handed to `store` first (then removed there).
+   */
+  provide: (store: RetainedStore) => Promise<void>
+}
+
 /** What a capability grants; a plugin names the capabilities it needs in its manifest. */
 export interface Capabilities {
   administration: Administration
+  plugin_code: PluginCode
+  retained: RetainedSlot
 }
 export type CapabilityName = keyof Capabilities
+
+/** The cluster the node is part of; on a node alone, a cluster of itself. */
+export interface ClusterView {
+  /** the live nodes' names, asked of the cluster now (this node always among them) */
+  nodes: () => Promise<string[]>
+  /** `run(node)` on this node when another node leaves the cluster (stopped, or silent for three heartbeats); stops at unload */
+  onNodeLeft: (run: (node: string) => void) => void
+}
 
 /** A counter of one load, shown with the node's metrics (SPEC §2.11 keys first) while the plugin is loaded. */
 export interface PluginCounter {
@@ -210,6 +300,7 @@ export interface PluginContext<C> {
   onUnload: (release: () => void | Promise<void>) => void
   readonly node: NodeQueries
   readonly broker: BrokerActions
+  readonly cluster: ClusterView
   /** a capability the manifest names; throws for one it does not */
   capability: <N extends CapabilityName>(name: N) => Capabilities[N]
 }
@@ -218,9 +309,12 @@ export interface BrokerPlugin<C = Record<string, unknown>> {
   name: string
   version: string
   description: string
-  /** a Joi object over the flat setting keys, e.g. `'auth.http.auth_req'`; `.meta({ live: true })` on a key makes it live */
+  /**
+   * a Joi object over the flat setting keys, e.g. `'auth.http.auth_req'`; `.meta({ live: true })` on a key makes it live,
+   * `.meta({ datatype: … })` shows it in the node's configuration API (`configItemKeys`)
+   */
   schema: Joi.ObjectSchema<C>
-  /** capabilities beyond the plugin view, granted by name (`administration`: broker_management) */
+  /** capabilities beyond the plugin view, granted by name (`administration`: broker_management; `plugin_code`: broker_reloader; `retained`: broker_retainer) */
   capabilities?: readonly CapabilityName[]
   /** registers everything through `ctx`; what it opens is released by the host */
   load: (ctx: PluginContext<C>) => void | Promise<void>
@@ -235,6 +329,22 @@ export interface BrokerPlugin<C = Record<string, unknown>> {
 /** Types a plugin module's default export. */
 export function definePlugin<C> (plugin: BrokerPlugin<C>): BrokerPlugin<C> {
   return plugin
+}
+
+/**
+ * The keys of a plugin schema shown by the node's configuration API (SPEC
+ * §2.14, app = the plugin's name), each with its datatype: those marked
+ * `.meta({ datatype: 'bytesize' })` (`string`, `integer`, `enum`, `duration`,
+ * `bytesize`). `PUT /configs/<plugin>` changes them as the plugin's settings API does.
+ */
+export function configItemKeys (schema: Joi.ObjectSchema): Map<string, string> {
+  const keys = (schema.describe().keys ?? {}) as Record<string, { metas?: Array<{ datatype?: unknown }> }>
+  const items = new Map<string, string>()
+  for (const [key, described] of Object.entries(keys)) {
+    const datatype = described.metas?.find((m) => typeof m.datatype === 'string')?.datatype
+    if (typeof datatype === 'string') items.set(key, datatype)
+  }
+  return items
 }
 
 /** The keys of a plugin schema marked `.meta({ live: true })`. */

@@ -32,15 +32,26 @@ export interface FakeContext<C> extends PluginContext<C> {
   registrations: () => number
   /** releases the load as the host does: everything registered, newest first */
   unload: () => Promise<void>
+  /** the nodes `cluster.nodes()` answers (default: this node alone); a test may change it */
+  clusterNodes: string[]
+  /** tells the load's `cluster.onNodeLeft` handlers that `node` left */
+  nodeLeft: (node: string) => void
 }
 
-export function memoryStore (): PluginStore {
-  const map = new Map<string, string>()
+/** A plugin store in memory, over `map` (which a test may fill first or read after). */
+export function memoryStore (map = new Map<string, string>()): PluginStore {
   return {
     get: async (key) => map.get(key),
     put: async (key, value) => { map.set(key, value) },
     del: async (key) => { map.delete(key) },
-    async * entries () { yield * [...map.entries()].sort(([a], [b]) => a.localeCompare(b)) }
+    async * entries () { yield * [...map.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0) },
+    swap: async (key, expected, value) => {
+      if (map.get(key) !== expected) return false
+      if (value === undefined) map.delete(key)
+      else map.set(key, value)
+      return true
+    },
+    size: async () => map.size
   }
 }
 
@@ -58,6 +69,7 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
   const routes = new Map<string, PluginRoute>()
   const counters = new PluginCounters()
   let api: object | undefined
+  const nodeLeft = new Set<(node: string) => void>()
   // the client lookups only: unit tests of hook handlers need no more of the node
   const node = {
     name: 'test@127.0.0.1',
@@ -129,7 +141,16 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
       unsubscribe: async () => notInUnitTest('broker.unsubscribe'),
       kick: () => notInUnitTest('broker.kick')
     } satisfies BrokerActions,
+    cluster: {
+      nodes: async () => [...ctx.clusterNodes],
+      onNodeLeft: (run) => {
+        nodeLeft.add(run)
+        releases.push('cluster onNodeLeft', () => { nodeLeft.delete(run) })
+      }
+    },
     capability: () => notInUnitTest('capability'),
+    clusterNodes: [node.name],
+    nodeLeft: (left) => { for (const run of [...nodeLeft]) run(left) },
     added,
     published,
     raised,

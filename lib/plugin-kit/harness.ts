@@ -28,6 +28,8 @@ export interface PluginNodeOptions {
   others?: PluginSettings
   /** more folders holding broker_* plugins (test fixtures) */
   pluginDirs?: string[]
+  /** a data folder to start on and keep (a restart test starts a second node on it); default a fresh one, removed at stop */
+  dataDir?: string
 }
 
 export interface ApiAnswer {
@@ -53,7 +55,7 @@ export interface PluginNode {
   mqtt: (options?: IClientOptions & { listener?: ListenerKind }) => Promise<MqttClient>
   /** a management API call under /api/v3 (`http('GET', '/nodes')`); needs `withApi` */
   http: (method: string, path: string, body?: unknown, options?: HttpOptions) => Promise<ApiAnswer>
-  /** closes the clients, stops the node and removes its data folder */
+  /** closes the clients, stops the node and removes its data folder (unless the caller gave it) */
   stop: () => Promise<void>
 }
 
@@ -62,14 +64,14 @@ const DEFAULT_APPLICATION = 'admin:public'
 
 /** Starts a node with the plugin loaded; rejects with the plugin's load error when it does not load. */
 export async function startPluginNode (options: PluginNodeOptions): Promise<PluginNode> {
-  const { plugin, settings = {}, node: nodeSettings = {}, listeners = ['tcp'], others = {}, pluginDirs } = options
+  const { plugin, settings = {}, node: nodeSettings = {}, listeners = ['tcp'], others = {}, pluginDirs, dataDir } = options
   const withApi = options.withApi === true || plugin === API_PLUGIN
   const apiPort = withApi ? await freePort() : undefined
   const apiSettings = { 'management.listener.http': `127.0.0.1:${apiPort}` }
   const plugins: PluginSettings = plugin === API_PLUGIN
     ? { [plugin]: { ...apiSettings, ...settings } }
     : { [plugin]: settings, ...(withApi ? { [API_PLUGIN]: apiSettings } : {}) }
-  const started = await startTestNode({ settings: nodeSettings, listeners, plugins: { ...plugins, ...others }, pluginDirs })
+  const started = await startTestNode({ settings: nodeSettings, listeners, plugins: { ...plugins, ...others }, pluginDirs, dataDir })
   const { node } = started
   try {
     // the boot logs a failed load and goes on; loading again says why

@@ -12,6 +12,10 @@ import { setsToLines } from '../config/load.js'
 import { createLogger } from '../log.js'
 import { BrokerNode } from '../node.js'
 import { INSTALL_ROOT } from '../root.js'
+import { openStore } from '../engine/store.js'
+import { levelTextStores } from '../engine/text-store.js'
+import { pluginStore } from '../plugins/plugin-store.js'
+import type { PluginStore } from './contract.js'
 
 export type ListenerKind = 'tcp' | 'ssl' | 'ws' | 'wss'
 const KINDS: ListenerKind[] = ['tcp', 'ssl', 'ws', 'wss']
@@ -97,5 +101,19 @@ export async function startTestNode (options: TestNodeOptions = {}): Promise<Tes
       await node.stop()
       if (dataDir === undefined) await rm(dir, { recursive: true, force: true })
     }
+  }
+}
+
+/**
+ * The store of `plugin` in a stopped node's data folder (one node, LevelDB),
+ * for a test to plant or read what the next start finds. `run` gets it; the
+ * database is closed when `run` settles.
+ */
+export async function withPluginStore<T> (dataDir: string, plugin: string, run: (store: PluginStore) => Promise<T>): Promise<T> {
+  const { db } = await openStore(dataDir)
+  try {
+    return await run(pluginStore(levelTextStores(db), plugin))
+  } finally {
+    await db.close()
   }
 }

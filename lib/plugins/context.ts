@@ -9,7 +9,8 @@ import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
 import { followingChild, type Logger } from '../log.js'
 import { actionsOf, queriesOf, type ListenerRecord, type NodeOperations } from '../service/operations.js'
-import { liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
+import { configItemKeys, liveKeys, type BrokerActions, type BrokerPlugin, type CapabilityName, type Capabilities, type NodeQueries, type PluginAlarm, type PluginCode, type PluginContext, type PluginServer, type PluginSocket, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
+import type { RetainedMessages } from '../engine/retained.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
 import { gatewayLinks } from './gateway-links.js'
@@ -35,9 +36,28 @@ export interface ContextDeps {
   /** hands a gateway client's in-process MQTT stream to the engine (as a listener does a socket) */
   handle: (stream: Duplex) => void
   store: (plugin: string) => PluginStore
+  cluster: ClusterDeps
+  /** the slot of the `retained` capability */
+  retained: Pick<RetainedMessages, 'slot'>
   logger: Logger
   root: string
+  /** what the `plugin_code` capability grants */
+  pluginCode: PluginCode
 }
+
+/** The cluster as the host shares it with the loads: the live nodes now, and who to tell when a node leaves. */
+export interface ClusterDeps {
+  nodes: () => Promise<string[]>
+  /** the loads' `onNodeLeft` handlers, each removed at its load's unload */
+  nodeLeft: Set<(node: string) => void>
+}
+
+/** What each capability hands a plugin whose manifest names it. */
+const GRANTS: { readonly [N in CapabilityName]: (deps: ContextDeps, plugin: string, releases: Releases) => Capabilities[N] } = Object.freeze({
+  administration: (deps: ContextDeps) => ({ node: deps.service, pluginRoutes: deps.routes }),
+  plugin_code: (deps: ContextDeps) => deps.pluginCode,
+  retained: (deps: ContextDeps, plugin: string, releases: Releases) => deps.retained.slot(plugin, (release) => releases.push('retained messages', release))
+})
 
 /** One load of one plugin: its context, its releases, and its live settings' watchers. */
 export class PluginLoad<C> {
@@ -49,10 +69,13 @@ export class PluginLoad<C> {
   #config: C
 
   readonly #live: Set<string>
+  /** its keys shown by the node's configuration API, with their datatypes */
+  readonly configItems: Map<string, string>
 
   constructor (plugin: BrokerPlugin<C>, config: C, deps: ContextDeps) {
     this.#config = config
     this.#live = liveKeys(plugin.schema)
+    this.configItems = configItemKeys(plugin.schema)
     this.context = this.#build(plugin, deps)
   }
 
@@ -119,9 +142,17 @@ export class PluginLoad<C> {
       onUnload: (run) => releases.push('onUnload', run),
       node: nodeQueries(deps, releases),
       broker: brokerActions(deps),
+      cluster: {
+        nodes: deps.cluster.nodes,
+        onNodeLeft: (run) => {
+          const entry = (node: string): void => { run(node) }
+          deps.cluster.nodeLeft.add(entry)
+          releases.push('cluster onNodeLeft', () => { deps.cluster.nodeLeft.delete(entry) })
+        }
+      },
       capability: <N extends CapabilityName>(capability: N): Capabilities[N] => {
         if (!granted.has(capability)) throw new Error(`plugin ${name} is not granted ${capability}: name it in the plugin's capabilities`)
-        return { node: deps.service, pluginRoutes: deps.routes }
+        return GRANTS[capability](deps, name, releases)
       }
     }
   }

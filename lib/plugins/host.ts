@@ -8,17 +8,19 @@ import type { Duplex } from 'node:stream'
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
 import type { Logger } from '../log.js'
 import type { ListenerRecord, NodeOperations } from '../service/operations.js'
-import type { BrokerPlugin, PluginAlarm, PluginStore, PublishRequest } from '../plugin-kit/contract.js'
+import { configItemKeys, type BrokerPlugin, type PluginAlarm, type PluginCode, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
+import { HOLDABLE_HOOKS, type HookRegistry } from '../hooks/registry.js'
+import type { RetainedMessages } from '../engine/retained.js'
 import { PluginLoad } from './context.js'
+import { importFailure, importFresh } from './fresh-import.js'
 import type { PluginCounters } from '../metrics/plugin-counters.js'
 import { PluginRoutes } from './plugin-routes.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
-import { readPluginConfig, validatePluginConfig } from './plugin-config.js'
+import { configItemValue, readPluginConfig, validatePluginConfig } from './plugin-config.js'
 
 /** Why a plugin operation failed; `code` follows SPEC §3 / §7 (already_started = v2 110, not_started = 111). */
 export class PluginError extends Error {
@@ -29,6 +31,11 @@ export class PluginError extends Error {
 }
 
 export interface PluginRecord { name: string, version: string, description: string, active: boolean }
+/** A plugin whose code was replaced: its new version, and whether it runs (else the new code waits for its next load). */
+export interface CodeReplaced { plugin: string, version: string, active: boolean }
+
+/** A plugin setting the node's configuration API shows (SPEC §2.14): `app` is the plugin; a change applies at once (live, or by a reload). */
+export interface PluginConfigItem { key: string, value: string, datatype: string, app: string, kind: 'live' }
 
 export interface PluginHostOptions {
   /** folders holding broker_* plugin folders, searched in order */
@@ -50,6 +57,10 @@ export interface PluginHostOptions {
   /** hands a gateway client's in-process MQTT stream to the engine (`ctx.gateway.connect`) */
   handle: (stream: Duplex) => void
   store: (plugin: string) => PluginStore
+  /** the live nodes of the cluster, asked now (on a node alone: itself) */
+  clusterNodes: () => Promise<string[]>
+  /** the retained messages' slot (the `retained` capability) */
+  retained: Pick<RetainedMessages, 'slot'>
   /** the node's alarms (observability) */
   alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
   /** the counters plugins add to the node's metrics (observability) */
@@ -59,7 +70,7 @@ export interface PluginHostOptions {
 const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
 
 /** Loaded at boot when data/loaded_plugins does not exist yet. */
-export const DEFAULT_PLUGINS = ['broker_management'] as const
+export const DEFAULT_PLUGINS = ['broker_management', 'broker_retainer', 'broker_modules'] as const
 
 export class PluginHost {
   readonly #modules = new Map<string, string>()
@@ -71,19 +82,30 @@ export class PluginHost {
   readonly #stores = new Map<string, PluginStore>()
   /** the listeners the loaded plugins serve (SPEC §2.10) */
   readonly #listeners = new Set<() => ListenerRecord>()
+  /** the loaded plugins' `ctx.cluster.onNodeLeft` handlers */
+  readonly #nodeLeft = new Set<(node: string) => void>()
   /** the HTTP routes the loaded plugins add, served by the management API */
   readonly routes = new PluginRoutes()
   /** chain order: data/loaded_plugins, then plugins loaded at run time */
   #order: string[] = []
   /** load/unload/reload run one at a time */
   #queue: Promise<unknown> = Promise.resolve()
+  /** the `plugin_code` capability (broker_reloader) */
+  readonly #pluginCode: PluginCode = {
+    plugins: async () => await this.list(),
+    folder: (name) => this.codeFolder(name),
+    reload: async (name, node) => {
+      const { service } = this.options
+      return node === undefined || node === service.name ? await service.reloadPluginCode(name) : await service.cluster.on(node, 'reloadPluginCode', name)
+    }
+  }
 
   constructor (private readonly options: PluginHostOptions) {}
 
   /** Finds the plugins, then loads the listed ones; a plugin that fails is reported and skipped. */
   async boot (): Promise<void> {
     await this.#discover()
-    // a new install (no data/loaded_plugins yet) starts with the management API, as EMQ X ships
+    // a new install (no data/loaded_plugins yet) starts with the management API and the retainer, as EMQ X ships
     this.#order = (await readLoadedList(this.options.loadedFile)) ?? [...DEFAULT_PLUGINS]
     this.options.hooks.reorder((owner) => this.rank(owner))
     for (const name of [...this.#order]) {
@@ -177,6 +199,72 @@ export class PluginHost {
     })
   }
 
+  /**
+   * Imports the plugin's code afresh (every module of its folder: fresh-import.ts)
+   * and, when it runs, swaps the running load for one of the new code with
+   * its settings as its files hold them now, checked by the new schema and
+   * `check`. Nothing is unloaded until the new code imported and accepted
+   * its settings; a new load that throws brings the old code back (loaded
+   * again with its settings). Throughout the swap the chains and folds the
+   * old load answered in are held (HOLDABLE_HOOKS), so no client or message
+   * meets the node without them.
+   * An inactive plugin only has its code replaced for its next load.
+   */
+  async replaceCode (name: string): Promise<CodeReplaced> {
+    return await this.#serial(async () => {
+      const file = this.#modules.get(name)
+      if (file === undefined) throw new PluginError('not_found', `plugin ${name} not found`)
+      let namespace: Record<string, unknown>
+      try {
+        namespace = await importFresh(file)
+      } catch (err) {
+        throw new PluginError('load_failed', `plugin ${name}: its new code does not import: ${await importFailure(err, dirname(file))}`, { cause: err })
+      }
+      const plugin = pluginOf(namespace, file, name)
+      const running = this.#loads.get(name)
+      if (running !== undefined) await this.#swap(name, running, plugin)
+      this.#plugins.set(name, plugin)
+      this.#namespaces.set(name, namespace)
+      this.options.logger.info({ plugin: name, version: plugin.version, active: running !== undefined }, 'plugin code replaced')
+      return { plugin: name, version: plugin.version, active: running !== undefined }
+    })
+  }
+
+  async #swap (name: string, running: PluginLoad<unknown>, plugin: BrokerPlugin<unknown>): Promise<void> {
+    let config: unknown
+    try {
+      config = await this.#config(name, plugin)
+      await plugin.check?.(config, this.options.root)
+    } catch (err) {
+      throw new PluginError('load_failed', `plugin ${name}: its new code refuses its settings: ${(err as Error).message}`, { cause: err })
+    }
+    const old = await this.#module(name)
+    const { hooks, logger } = this.options
+    const held = HOLDABLE_HOOKS.filter((hook) => hooks.owners(hook).includes(name))
+    await hooks.holding(held, async () => {
+      await this.#unload(name)
+      try {
+        await this.#start(name, config, plugin)
+      } catch (err) {
+        const why = ((err as Error).cause as Error | undefined)?.message ?? (err as Error).message
+        try {
+          await this.#start(name, running.config, old)
+        } catch (again) {
+          logger.error({ plugin: name, err: (again as Error).message }, 'the old code of the plugin failed to load again: the plugin is not running')
+          throw new PluginError('load_failed', `plugin ${name}: its new code failed to load: ${why}; its old code failed to load again: ${(again as Error).message}`, { cause: err })
+        }
+        throw new PluginError('load_failed', `plugin ${name}: its new code failed to load: ${why}; its old code was loaded again`, { cause: err })
+      }
+    })
+  }
+
+  /** The folder the plugin's code is imported from (its index.js in dist/, or index.ts when the node runs from sources). */
+  codeFolder (name: string): string {
+    const file = this.#modules.get(name)
+    if (file === undefined) throw new PluginError('not_found', `plugin ${name} not found`)
+    return dirname(file)
+  }
+
   async #serial<T> (operation: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(operation, operation)
     this.#queue = run.catch(() => {})
@@ -188,6 +276,25 @@ export class PluginHost {
     for (const name of [...this.#order].reverse()) {
       if (this.#loads.has(name)) await this.#unload(name)
     }
+  }
+
+  /**
+   * The settings the active plugins show in the node's configuration API
+   * (schema keys with a `datatype` meta), with the values in force; read from
+   * the loads, so listing them imports and reads nothing.
+   */
+  configItems (): PluginConfigItem[] {
+    const items: PluginConfigItem[] = []
+    for (const [name, load] of this.#loads) {
+      const config = load.config as Record<string, unknown>
+      for (const [key, datatype] of load.configItems) items.push({ key, value: configItemValue(datatype, config[key]), datatype, app: name, kind: 'live' })
+    }
+    return items
+  }
+
+  /** A plugin's keys shown in the configuration API, with their datatypes. */
+  async configItemKeys (name: string): Promise<Map<string, string>> {
+    return configItemKeys((await this.#module(name)).schema)
   }
 
   /** The plugin module's exports (for plugins that offer an API, e.g. broker_auth_username's `addUser`). */
@@ -219,14 +326,8 @@ export class PluginHost {
     if (cached) return cached
     const file = this.#modules.get(name)
     if (file === undefined) throw new PluginError('not_found', `plugin ${name} not found`)
-    const namespace = await import(pathToFileURL(file).href) as { default: BrokerPlugin<unknown> }
-    const plugin = namespace.default
-    if (plugin?.name !== name || typeof plugin.load !== 'function') {
-      throw new PluginError('load_failed', `${file} does not export a plugin named ${name}`)
-    }
-    if ('unload' in plugin) {
-      throw new PluginError('load_failed', `${file} exports unload(): plugin contract v2 releases what load registered through ctx (use ctx.onUnload)`)
-    }
+    const namespace = await import(pathToFileURL(file).href) as Record<string, unknown>
+    const plugin = pluginOf(namespace, file, name)
     this.#plugins.set(name, plugin)
     this.#namespaces.set(name, namespace)
     return plugin
@@ -249,17 +350,18 @@ export class PluginHost {
   }
 
   /** Reads etc/plugins/<name>.conf, then data/plugins/<name>.conf over it, and validates; an error names file and line. */
-  async #config (name: string): Promise<unknown> {
-    const plugin = await this.#module(name)
+  async #config (name: string, plugin?: BrokerPlugin<unknown>): Promise<unknown> {
+    plugin ??= await this.#module(name)
     const file = this.configFile(name)
     return validatePluginConfig(plugin.schema, await readPluginConfig(file, this.overrideFile(name)), file)
   }
 
-  async #start (name: string, config: unknown): Promise<void> {
-    const plugin = await this.#module(name)
-    const { hooks, commands, logger, service, config: nodeConfig, publish, handle, root, alarms, counters } = this.options
+  async #start (name: string, config: unknown, plugin?: BrokerPlugin<unknown>): Promise<void> {
+    plugin ??= await this.#module(name)
+    const { hooks, commands, logger, service, config: nodeConfig, publish, handle, root, alarms, counters, retained } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, handle, store, logger, root })
+    const cluster = { nodes: this.options.clusterNodes, nodeLeft: this.#nodeLeft }
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, handle, store, cluster, retained, logger, root, pluginCode: this.#pluginCode })
     try {
       await plugin.load(load.context)
     } catch (err) {
@@ -279,6 +381,17 @@ export class PluginHost {
     this.options.logger.info({ plugin: name }, 'plugin unloaded')
   }
 
+  /** Another node left the cluster: tells the loaded plugins that asked (a handler that throws is logged). */
+  nodeLeft (node: string): void {
+    for (const run of [...this.#nodeLeft]) {
+      try {
+        run(node)
+      } catch (err) {
+        this.options.logger.error({ err, node }, 'a plugin\'s node-left handler failed')
+      }
+    }
+  }
+
   /** The listeners the loaded plugins serve, as records (SPEC §2.10). */
   listenerRecords (): ListenerRecord[] {
     return [...this.#listeners].map((report) => report())
@@ -293,6 +406,18 @@ export class PluginHost {
   registrations (name: string): number {
     return this.#loads.get(name)?.releases.size ?? 0
   }
+}
+
+/** The plugin a module exports, checked against the contract (v2). */
+function pluginOf (namespace: Record<string, unknown>, file: string, name: string): BrokerPlugin<unknown> {
+  const plugin = namespace.default as BrokerPlugin<unknown> | undefined
+  if (plugin?.name !== name || typeof plugin.load !== 'function') {
+    throw new PluginError('load_failed', `${file} does not export a plugin named ${name}`)
+  }
+  if ('unload' in plugin) {
+    throw new PluginError('load_failed', `${file} exports unload(): plugin contract v2 releases what load registered through ctx (use ctx.onUnload)`)
+  }
+  return plugin
 }
 
 /** The keys whose values differ between two validated settings objects. */

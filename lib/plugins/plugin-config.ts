@@ -149,3 +149,20 @@ export async function writeFileAtomically (file: string, text: string): Promise<
     throw err
   }
 }
+
+const DURATION_TEXT: Array<[string, number]> = [['w', 604_800_000], ['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]]
+
+/**
+ * A plugin setting's value as the configuration API shows it, from the value
+ * its schema converted: sizes in bytes (as SPEC §8 lists them), durations in
+ * their largest whole unit (`0`, `30s`, `2h`, `1500ms`), the rest as text.
+ */
+export function configItemValue (datatype: string, value: unknown): string {
+  if (value === undefined || value === null) return ''
+  if (datatype.includes('duration') && typeof value === 'number') {
+    if (value === 0) return '0'
+    const unit = DURATION_TEXT.find(([, ms]) => value % ms === 0)
+    return unit === undefined ? `${value}ms` : `${value / unit[1]}${unit[0]}`
+  }
+  return String(value)
+}

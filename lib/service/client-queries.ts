@@ -1,11 +1,11 @@
 // Who is connected and what their sessions hold: connections, sessions
 // (offline persistent ones from the store), subscriptions, routes.
 import { clientState } from '../access/client-state.js'
-import { clientSocket, engineClient, engineClientFacts, engineWindowBytes, type EngineClient } from '../engine/internals.js'
+import { clientSocket, engineClient, engineClientFacts, engineWindowBytes, type EngineClient, type EngineClientFacts } from '../engine/internals.js'
 import type { ClientInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { OperationContext } from './context.js'
-import type { ConnectionFacts, RouteFacts, SessionFacts, SubscriptionFacts } from './facts.js'
+import type { ClientLoadFacts, ConnectionFacts, RouteFacts, SessionFacts, SubscriptionFacts } from './facts.js'
 
 export interface ClientQueries {
   /** A connected client's ClientInfo (what hooks see), or undefined. */
@@ -22,6 +22,8 @@ export interface ClientQueries {
   /** One route per distinct subscribed filter of the connected clients. */
   routes: () => RouteFacts[]
   route: (topic: string) => RouteFacts[]
+  /** What each connected client holds and moved: queue, in-flight window, buffered and socket bytes (broker_recon's top clients). */
+  clientLoad: () => ClientLoadFacts[]
 }
 
 export function clientQueries (context: OperationContext): ClientQueries {
@@ -57,11 +59,20 @@ export function clientQueries (context: OperationContext): ClientQueries {
     max_subscriptions: parts.config.get('zone.external.max_subscriptions')
   })
 
+  /** Message bytes a connected client holds: its outbound window and its socket's buffers. */
+  const buffered = (client: EngineClient): number => {
+    const socket = clientSocket(client)
+    return engineWindowBytes(client) + (socket?.writableLength ?? 0) + (socket?.readableLength ?? 0)
+  }
+
+  /** Waiting in the outbound window, plus what a persistent session holds in the store beyond the in-flight ones. */
+  const queued = (client: EngineClient, facts: EngineClientFacts): number =>
+    facts.waiting + (client.clean ? 0 : Math.max(0, parts.queues.length(client.id) - facts.inflight - facts.waiting))
+
   const session = (client: EngineClient): SessionFacts => {
     const facts = engineClientFacts(client)
     const counts = parts.observability.sessions.get(client.id)
     const subscriptions = Object.keys(client.subscriptions)
-    const socket = clientSocket(client)
     return {
       node: context.name,
       client_id: client.id,
@@ -69,13 +80,12 @@ export function clientQueries (context: OperationContext): ClientQueries {
       clean_start: client.clean,
       created_at: tracking.connectedAt(client),
       expiry_interval: tracking.expiryInterval(client),
-      heap_size: sessionHeapEstimate(subscriptions, engineWindowBytes(client) + (socket?.writableLength ?? 0) + (socket?.readableLength ?? 0)),
+      heap_size: sessionHeapEstimate(subscriptions, buffered(client)),
       awaiting_rel_len: facts.awaitingRel,
       inflight_len: facts.inflight,
       // the messages the session holds in memory, not yet written to the client
       mailbox_len: facts.waiting,
-      // waiting in the outbound window, plus what a persistent session holds in the store beyond the in-flight ones
-      mqueue_len: facts.waiting + (client.clean ? 0 : Math.max(0, parts.queues.length(client.id) - facts.inflight - facts.waiting)),
+      mqueue_len: queued(client, facts),
       mqueue_dropped: tracking.dropped(client.id),
       deliver_msg: counts.delivered,
       enqueue_msg: counts.enqueued,
@@ -125,6 +135,22 @@ export function clientQueries (context: OperationContext): ClientQueries {
     return await parts.storeIndex.clientsWithSubscriptions()
   }
 
+  const load = (client: EngineClient): ClientLoadFacts => {
+    const facts = engineClientFacts(client)
+    const socket = clientSocket(client)
+    const held = buffered(client)
+    return {
+      client_id: client.id,
+      mqueue_len: queued(client, facts),
+      inflight_len: facts.inflight,
+      awaiting_rel_len: facts.awaitingRel,
+      heap_size: sessionHeapEstimate(Object.keys(client.subscriptions), held),
+      buffered: held,
+      recv_oct: socket?.bytesRead ?? 0,
+      send_oct: socket?.bytesWritten ?? 0
+    }
+  }
+
   const subscriptionsOf = (client: EngineClient): SubscriptionFacts[] =>
     Object.entries(client.subscriptions).map(([topic, sub]) => ({ node: context.name, client_id: client.id, topic, qos: sub.qos }))
 
@@ -168,7 +194,8 @@ export function clientQueries (context: OperationContext): ClientQueries {
       return client === undefined ? [] : subscriptionsOf(client)
     },
     routes,
-    route: (topic) => routes().filter((r) => r.topic === topic)
+    route: (topic) => routes().filter((r) => r.topic === topic),
+    clientLoad: () => context.online().map(load)
   }
 }
 

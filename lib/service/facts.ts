@@ -54,6 +54,28 @@ export interface SessionFacts {
   max_subscriptions: number
 }
 
+/**
+ * What a connected client holds and has moved (broker_recon's top clients, EMQ X's
+ * `recon:proc_count` / `recon:inet_count`): `mqueue_len`, `inflight_len`,
+ * `awaiting_rel_len` and `heap_size` as in its session (§2.3); `buffered` the
+ * message bytes it holds (outbound window, socket buffers); `recv_oct` /
+ * `send_oct` the bytes its connection read and wrote.
+ */
+export interface ClientLoadFacts {
+  client_id: string
+  mqueue_len: number
+  inflight_len: number
+  awaiting_rel_len: number
+  /** bytes, an estimate (as the session's) */
+  heap_size: number
+  /** bytes */
+  buffered: number
+  /** bytes */
+  recv_oct: number
+  /** bytes */
+  send_oct: number
+}
+
 /** SPEC §2.5 */
 export interface SubscriptionFacts { node: string, client_id: string, topic: string, qos: number }
 
@@ -75,6 +97,17 @@ export interface ListenerRecord {
 
 /** A setting (SPEC §2.14) and when a change to it takes effect (`kind`: live, restart, fixed). */
 export interface ConfigFacts { key: string, value: string, datatype: string, app: string, kind: string }
+
+/** A request for a plugin's route (`ctx.routes.add`), as the management API received it: path under /api/v3. */
+export interface PluginRouteCall {
+  method: string
+  path: string
+  query: Record<string, string>
+  payload?: unknown
+}
+
+/** A plugin route's answer: the body of its 200, or its refusal (a SPEC §7 code and the HTTP status). */
+export type PluginRouteAnswer = { body: unknown } | { refused: { status: number, code: number | undefined, message: string } }
 
 /** A plugin's setting (SPEC §2.15). */
 export interface PluginSetting { key: string, value: string, desc: string, required: boolean }

@@ -21,7 +21,7 @@ export type { NodeParts } from './context.js'
 export type { BrokerActions, ApiPublishRequest } from './broker-actions.js'
 export type { BanRequest } from './banned-operations.js'
 export type { BannedEntry, BannedKind } from '../access/banned.js'
-export type { PluginRecord } from '../plugins/host.js'
+export type { CodeReplaced, PluginRecord } from '../plugins/host.js'
 export type { Health } from '../node-state.js'
 export type { DrainStatus } from './drain.js'
 export type * from './facts.js'
@@ -56,6 +56,7 @@ export function createNodeOperations (parts: NodeParts): NodeOperations {
     },
     drainStatus: () => parts.drain.status()
   }
+  const plugins = pluginOperations(context)
   return {
     get name () { return context.name },
     get cluster () {
@@ -66,8 +67,8 @@ export function createNodeOperations (parts: NodeParts): NodeOperations {
     ...nodeStatus(context),
     ...clientQueries(context),
     ...brokerActions(context),
-    ...pluginOperations(context),
-    ...configOperations(context),
+    ...plugins,
+    ...configOperations(context, plugins),
     ...bannedOperations(context),
     ...drain
   }
@@ -77,7 +78,7 @@ export function createNodeOperations (parts: NodeParts): NodeOperations {
 const QUERIES: Record<Exclude<keyof NodeQueries, 'name'>, true> = {
   client: true, clients: true, connections: true, connection: true, sessions: true, session: true, subscriptions: true, clientSubscriptions: true,
   routes: true, route: true, setting: true, prometheus: true, brokerInfo: true, nodeStats: true, metrics: true, stats: true, metricsV2: true,
-  statsV2: true, alarms: true, listeners: true, health: true
+  statsV2: true, alarms: true, listeners: true, health: true, clientLoad: true
 }
 
 const ACTIONS: Record<keyof BrokerActions, true> = { publish: true, subscribe: true, unsubscribe: true, kick: true }

@@ -3,11 +3,11 @@
 // data/plugins/<name>.conf over it, changed in the data/ file.
 import { readFile } from 'node:fs/promises'
 import { parseConfigText } from '../config/parse.js'
-import type { BrokerPlugin } from '../plugin-kit/contract.js'
-import type { PluginHost, PluginRecord } from '../plugins/host.js'
+import { RouteError, type BrokerPlugin } from '../plugin-kit/contract.js'
+import type { CodeReplaced, PluginHost, PluginRecord } from '../plugins/host.js'
 import { overrideText, readPluginConfig, readPluginConfigLines, removeConfigKeys, resetToDefaults, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
 import type { OperationContext } from './context.js'
-import type { PluginSetting } from './facts.js'
+import type { PluginRouteAnswer, PluginRouteCall, PluginSetting } from './facts.js'
 import { ServiceError } from './service-error.js'
 
 export interface PluginOperations {
@@ -16,6 +16,12 @@ export interface PluginOperations {
   unloadPlugin: (name: string) => Promise<void>
   /** Re-reads a plugin's settings and restarts it (loads it when inactive). */
   reloadPlugin: (name: string) => Promise<void>
+  /**
+   * Imports a plugin's code afresh and swaps its running load for the new
+   * code's (broker_reloader); `failed` with why when the new code does not
+   * import, refuses its settings or fails to load (the old code runs on).
+   */
+  reloadPluginCode: (name: string) => Promise<CodeReplaced>
   /**
    * A plugin's settings, the values in force: through the plugin module's
    * `describeSettings(settings)` when it exports one, else every key of its
@@ -31,6 +37,12 @@ export interface PluginOperations {
    * reloading itself).
    */
   setPluginSettings: (name: string, values: Readonly<Record<string, string | null>>, options?: { reloadLater?: boolean }) => Promise<void>
+  /**
+   * Answers a plugin's route on this node. The management API calls it on the
+   * node a `/nodes/{node}/…` plugin route names, so that node answers; a path
+   * no plugin serves here is `not_found`.
+   */
+  pluginRoute: (call: PluginRouteCall) => Promise<PluginRouteAnswer>
 }
 
 export function pluginOperations ({ parts }: OperationContext): PluginOperations {
@@ -57,6 +69,14 @@ export function pluginOperations ({ parts }: OperationContext): PluginOperations
     unloadPlugin: async (name) => { await refusing(async () => await host().unload(name)) },
     // an unknown plugin is inactive, so reload goes to load, which refuses it (not_found)
     reloadPlugin: async (name) => { await refusing(async () => await host().reload(name)) },
+    reloadPluginCode: async (name) => await refusing(async () => {
+      try {
+        return await host().replaceCode(name)
+      } catch (err) {
+        if ((err as { code?: string }).code === 'load_failed') throw new ServiceError('failed', (err as Error).message)
+        throw err
+      }
+    }),
     pluginSettings: async (name) => {
       const plugins = host()
       const file = await refusing(() => plugins.configFile(name))
@@ -95,6 +115,16 @@ export function pluginOperations ({ parts }: OperationContext): PluginOperations
       setTimeout(() => {
         plugins.reload(name).catch((err: Error) => parts.observability.logger.error({ err, plugin: name }, 'plugin reload after a settings change failed'))
       }, 0)
+    },
+    pluginRoute: async ({ method, path, query, payload }) => {
+      const found = host().routes.match(method, path)
+      if (found === undefined) throw new ServiceError('not_found', `no plugin serves ${method} ${path} on ${parts.config.get('node.name')}`)
+      try {
+        return { body: await found.route.handler({ params: found.params, query, payload }) }
+      } catch (err) {
+        if (err instanceof RouteError) return { refused: { status: err.status, code: err.code, message: err.message } }
+        throw err
+      }
     }
   }
 }

@@ -9,15 +9,14 @@
 // lib/metrics/message-counters.ts). Everything else here runs on connect,
 // subscribe, disconnect, or on timers.
 import type { Aedes, Client, Subscription } from 'aedes'
-import type { IConnectPacket } from 'mqtt-packet'
 import { clientState } from '../access/client-state.js'
 import type { Config } from '../config/store.js'
 import type { EngineCallbacks } from '../engine/create.js'
 import { clientSocket, engineClients, engineOfflineSessions, onWindowHeld, type EngineClient } from '../engine/internals.js'
-import type { Retainer } from '../engine/retainer.js'
+import type { RetainedMessages } from '../engine/retained.js'
 import type { SessionQueues } from '../engine/session-queue.js'
 import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
-import { disconnectReason } from '../hooks/engine-events.js'
+import { noteConnectPacket } from '../hooks/connect-info.js'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { Listener } from '../listeners/index.js'
 import type { Logger } from '../log.js'
@@ -33,14 +32,14 @@ import { Alarms } from './alarms.js'
 import { guardDollarRetained } from './dollar-retained.js'
 import { brokerInfo, maxFds, nodeStats, openFds, type BrokerInfo, type NodeStats } from './node-info.js'
 import { OsMon } from './os-mon.js'
-import { Presence } from './presence.js'
 import { SysMon, type WatchedConnection } from './sysmon.js'
 import { SysTopics, sysPrefix, type SysPublish } from './sys-topics.js'
 
 export interface ObservedParts {
   engine: Aedes
   listeners: Listener[]
-  retainer: Retainer
+  /** the clients' retained messages (counted by the plugin that keeps them) */
+  retained: RetainedMessages
   queues: SessionQueues
   hooks: HookRegistry
   /** shared subscription groups: a message no member could take counts as dropped */
@@ -60,7 +59,6 @@ export class Observability {
   readonly alarms: Alarms
   readonly osMon: OsMon
   readonly sysmon: SysMon
-  readonly presence: Presence
   readonly sysTopics: SysTopics
   readonly prometheus: PrometheusExporter
   /** The cluster's node names for `$SYS/brokers`; the cluster replaces this. */
@@ -72,7 +70,6 @@ export class Observability {
   readonly #persistentOnline = new Set<Client>()
   /** per-session `deliver_msg` / `enqueue_msg` (SPEC §2.3) */
   readonly sessions = new SessionCounters()
-  readonly #announced = new WeakSet<Client>()
   readonly #undo: Array<() => void> = []
 
   constructor (readonly config: Config, readonly logger: Logger) {
@@ -80,7 +77,6 @@ export class Observability {
     this.alarms = new Alarms((suffix, payload) => publish(`${sysPrefix(config)}${suffix}`, payload, 0, false), logger)
     this.osMon = new OsMon(config, this.alarms, () => this.#parts?.listeners ?? [])
     this.sysmon = new SysMon(config, logger, (kind, text) => publish(`${sysPrefix(config)}sysmon/${kind}`, text, 0, false), () => this.#connections())
-    this.presence = new Presence(config, publish)
     this.sysTopics = new SysTopics(config, publish, {
       startedAt: this.startedAt,
       nodes: () => this.nodeNames(),
@@ -97,7 +93,7 @@ export class Observability {
     this.metrics.onConnect = (client, packet) => {
       const socket = clientSocket(client)
       if (socket !== undefined) this.bytes.track(socket)
-      this.presence.noteConnect(client, packet as IConnectPacket)
+      noteConnectPacket(client, packet as { keepalive?: number })
     }
   }
 
@@ -108,8 +104,8 @@ export class Observability {
 
   attach (parts: ObservedParts): void {
     this.#parts = parts
-    const { engine, retainer } = parts
-    this.#undo.push(countMessages(engine, retainer, this.metrics, this.#statsChanged), guardDollarRetained(engine))
+    const { engine, retained } = parts
+    this.#undo.push(countMessages(engine, retained, this.metrics, this.#statsChanged), guardDollarRetained(engine))
     if (parts.shared !== undefined) {
       const shared = parts.shared
       shared.onDropped = (packet) => this.metrics.dropped(packet.qos)
@@ -125,13 +121,9 @@ export class Observability {
       this.#statsChanged()
     })
     this.#on('clientReady', (client: Client) => {
-      // a client that closed at once may be ready after its disconnect: the two messages still go in order
-      const gone = client.closed
-      if (!gone || !client.clean) this.routes.sync(client.id, Object.keys((client as EngineClient).subscriptions))
+      // a client that closed at once may be ready after its disconnect
+      if (!client.closed || !client.clean) this.routes.sync(client.id, Object.keys((client as EngineClient).subscriptions))
       this.#statsChanged()
-      this.#announced.add(client)
-      this.presence.connected(client)
-      if (gone) this.presence.disconnected(client, disconnectReason(client))
     })
     this.#on('clientDisconnect', (client: Client) => {
       this.#persistentOnline.delete(client)
@@ -140,7 +132,6 @@ export class Observability {
         sessions.forget(client.id)
       }
       this.#statsChanged()
-      if (this.#announced.has(client)) this.presence.disconnected(client, disconnectReason(client))
     })
     this.#on('subscribe', (subs: Subscription[], client: Client) => {
       for (const sub of subs) if (sub.qos < 0x80) this.routes.add(client.id, sub.topic)
@@ -245,7 +236,7 @@ export class Observability {
     stats.set('subscribers', routes.subscribers)
     stats.set('topics', routes.topics)
     stats.set('routes', routes.topics)
-    stats.set('retained', parts.retainer.topics.size)
+    stats.set('retained', parts.retained.count())
   }
 
   * #connections (): Generator<WatchedConnection> {

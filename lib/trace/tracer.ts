@@ -7,6 +7,7 @@ import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import type { Packet } from 'mqtt-packet'
 import { topicMatches } from '../access/acl-match.js'
 import { packetObservers, setPacketObservers } from '../engine/internals.js'
+import { topicBeforeRewrite } from '../hooks/rewritten.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Logger } from '../log.js'
 import { describePacket, traceLine } from './describe.js'
@@ -39,6 +40,12 @@ async function close ({ stream }: TraceFile): Promise<void> {
 }
 
 const now = (): string => new Date().toISOString()
+
+/** `@<address>:<port>` of a client's connection, as the listener recorded it. */
+function peer (client: Client): string {
+  const conn = connInfo(client.conn)
+  return conn === undefined ? '' : `@${conn.ipAddress}:${conn.port}`
+}
 
 export class Tracer {
   readonly #traces: Record<TraceKind, Map<string, TraceFile>> = { client: new Map(), topic: new Map() }
@@ -108,25 +115,33 @@ export class Tracer {
         }
       })
     }
+    // a topic trace records every publish; a client trace the rewrites of its client's publishes
     const emitter = this.engine as unknown as NodeJS.EventEmitter
     emitter.off('publish', this.#onPublish)
-    if (this.#traces.topic.size > 0) emitter.on('publish', this.#onPublish)
+    if (this.#traces.topic.size > 0 || this.#traces.client.size > 0) emitter.on('publish', this.#onPublish)
   }
 
   #packet (direction: 'RECV' | 'SEND', client: Client, packet: Packet): void {
     const id = packet.cmd === 'connect' ? packet.clientId : client.id
     const trace = this.#traces.client.get(id)
     if (trace === undefined) return
-    const conn = connInfo(client.conn)
-    const peer = conn === undefined ? '' : `@${conn.ipAddress}:${conn.port}`
-    trace.stream.write(traceLine(`${now()} ${id}${peer} ${direction} ${describePacket(packet)}`))
+    trace.stream.write(traceLine(`${now()} ${id}${peer(client)} ${direction} ${describePacket(packet)}`))
   }
 
+  /**
+   * A message routed: each topic trace whose filter matches its topic, or the
+   * topic its publisher wrote before a `message.publish` handler rewrote it;
+   * the client trace of its publisher when it was rewritten.
+   */
   #published (packet: AedesPublishPacket, client: Client | null): void {
+    const original = topicBeforeRewrite(packet)
+    const rewritten = original === undefined ? '' : ` rewritten from ${original}`
     for (const [filter, trace] of this.#traces.topic) {
-      if (!topicMatches(filter, packet.topic)) continue
+      if (!topicMatches(filter, packet.topic) && (original === undefined || !topicMatches(filter, original))) continue
       const from = client === null ? 'node' : client.id
-      trace.stream.write(traceLine(`${now()} ${filter} PUBLISH from ${from} ${describePacket(packet)}`))
+      trace.stream.write(traceLine(`${now()} ${filter} PUBLISH from ${from} ${describePacket(packet)}${rewritten}`))
     }
+    const trace = original === undefined || client === null ? undefined : this.#traces.client.get(client.id)
+    if (trace !== undefined) trace.stream.write(traceLine(`${now()} ${client!.id}${peer(client!)} REWRITE PUBLISH ${original!} -> ${packet.topic}`))
   }
 }

@@ -3,12 +3,16 @@
 // looks the request up in the plugins' table at each call, so a plugin's
 // routes come and go with the plugin. Credentials are checked as on every
 // v3 route ('read' routes are open to viewers); a path no plugin serves is
-// the API's ordinary 404.
+// the API's ordinary 404. A route whose path names a node (`{node}`) is
+// answered by that node, as the built-in `/nodes/:node/…` routes are: the
+// request goes to it over the cluster RPC (`pluginRoute`), a name that is
+// not a live node is refused as theirs are.
 import Boom from '@hapi/boom'
 import type Hapi from '@hapi/hapi'
-import { RouteError, type PluginRouteMatch } from '../../lib/plugin-kit/admin.js'
+import type { NodeOperations, PluginRouteAnswer, PluginRouteCall, PluginRouteMatch } from '../../lib/plugin-kit/admin.js'
 import { ApiError, CODE } from './errors.js'
 import { allows, forbidden, type Role } from './roles.js'
+import { assertLiveNode, onNode, service } from './routes.js'
 
 /** Where plugin routes are served; a plugin's path `/x` is `/api/v3/x`. */
 export const PLUGIN_BASE = '/api/v3'
@@ -20,9 +24,18 @@ export interface PluginRouteTable {
 }
 
 /** `answer(h, status, body)` writes a v3 body; `refuse(h, err)` a v3 refusal. */
-export function pluginRoutes (table: PluginRouteTable, strategies: string[], answer: (h: Hapi.ResponseToolkit, status: number, body: unknown) => Hapi.ResponseObject, refuse: (h: Hapi.ResponseToolkit, err: ApiError) => Hapi.ResponseObject): Hapi.ServerRoute[] {
+export function pluginRoutes (table: PluginRouteTable, node: NodeOperations, strategies: string[], answer: (h: Hapi.ResponseToolkit, status: number, body: unknown) => Hapi.ResponseObject, refuse: (h: Hapi.ResponseToolkit, err: ApiError) => Hapi.ResponseObject): Hapi.ServerRoute[] {
+  /** The answer of this node (no cluster call, no Redis read), or of the node the path names. */
+  const run = async (call: PluginRouteCall, target: string | undefined): Promise<PluginRouteAnswer> => {
+    if (target === undefined || target === node.name) return await service(async () => await node.pluginRoute(call))
+    await assertLiveNode(node, target)
+    return await onNode(node, target, 'pluginRoute', call) as PluginRouteAnswer
+  }
+
   const handler: Hapi.Lifecycle.Method = async (request, h) => {
-    const found = table.match(request.method.toUpperCase(), `/${(request.params as { pluginPath?: string }).pluginPath ?? ''}`)
+    const path = `/${(request.params as { pluginPath?: string }).pluginPath ?? ''}`
+    const method = request.method.toUpperCase()
+    const found = table.match(method, path)
     // refused as any unserved path is (server.ts): 405 when another method is served there, else 404
     if (found === undefined) throw Boom.notFound()
     if (!request.auth.isAuthenticated) return refuse(h, new ApiError(401, { message: 'unauthorized' }, CODE.wrongCredentials))
@@ -30,10 +43,11 @@ export function pluginRoutes (table: PluginRouteTable, strategies: string[], ans
     const needed: Role = (found.route.access ?? (found.route.method === 'GET' ? 'read' : 'write')) === 'read' ? 'viewer' : 'administrator'
     if (!allows(role, needed)) return refuse(h, forbidden(needed))
     try {
-      const data = await found.route.handler({ params: found.params, query: request.query as Record<string, string>, payload: request.payload ?? undefined })
-      return answer(h, 200, data)
+      const outcome = await run({ method, path, query: { ...request.query as Record<string, string> }, payload: request.payload ?? undefined }, found.params.node)
+      if ('refused' in outcome) return refuse(h, new ApiError(outcome.refused.status, { code: outcome.refused.code, message: outcome.refused.message }))
+      return answer(h, 200, outcome.body)
     } catch (err) {
-      if (err instanceof RouteError) return refuse(h, new ApiError(err.status, { code: err.code, message: err.message }))
+      if (err instanceof ApiError) return refuse(h, err)
       throw err
     }
   }

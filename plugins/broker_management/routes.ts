@@ -83,7 +83,8 @@ function serviceError (e: unknown): never {
   }
 }
 
-async function service<T> (operation: () => T | Promise<T>): Promise<T> {
+/** Runs an operation of the node, its refusals (ServiceError) turned into the API's (ApiError). */
+export async function service<T> (operation: () => T | Promise<T>): Promise<T> {
   try {
     return await operation()
   } catch (err) {
@@ -140,6 +141,11 @@ async function rows (node: NodeOperations, method: ListMethod, ...args: string[]
 /** The answer of the node named in the path. */
 export async function onNode (node: NodeOperations, name: string, method: Remote, ...args: unknown[]): Promise<unknown> {
   return present(method, await service(async () => await (node.cluster.on as (n: string, m: Remote, ...a: unknown[]) => Promise<unknown>)(name, method, ...args)))
+}
+
+/** A name that is not a live node of the cluster is a failed call to that node (404, v2 code 101). */
+export async function assertLiveNode (node: NodeOperations, name: string): Promise<void> {
+  if (name !== node.name && !(await node.cluster.nodes()).includes(name)) throw new ApiError(404, { message: 'node not found' }, CODE.badRpc)
 }
 
 /** An operation only the node holding the client can do: true when one did. */

@@ -16,7 +16,7 @@ import { TooManyLogins } from './login-limit.js'
 import { allowedMethods } from './method-not-allowed.js'
 import { COOKIE_STRATEGY, cookieAuth } from './cookie-auth.js'
 import { statusRoutes } from './status.js'
-import type { ApiContext, Route } from './routes.js'
+import { assertLiveNode, type ApiContext, type Route } from './routes.js'
 
 export const REALM = 'broker'
 
@@ -89,7 +89,7 @@ export async function createServer (listen: { host: string, port: number }, cont
     const handlerContext: ApiContext = { ...context, routes: api.routes }
     const strategies = cookies === undefined ? [api.strategy] : [api.strategy, COOKIE_STRATEGY]
     for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger, strategies))
-    if (api === v3) server.route(pluginRoutes(context.pluginRoutes, strategies, answer, (h, err) => refuse(h, api, err)))
+    if (api === v3) server.route(pluginRoutes(context.pluginRoutes, context.node, strategies, answer, (h, err) => refuse(h, api, err)))
   }
   // health for orchestrators, outside the APIs and without credentials (status.ts)
   server.route(statusRoutes(context.node))
@@ -143,10 +143,7 @@ function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger,
         for (const name of names) {
           if (typeof params[name] !== 'string' || params[name] === '') throw new ApiError(400, { code: CODE.missing, message: `"${name}" is required` })
         }
-        // a name that is not a live node of the cluster is a failed call to that node
-        if (params.node !== undefined && params.node !== context.node.name && !(await context.node.cluster.nodes()).includes(params.node)) {
-          throw new ApiError(404, { message: 'node not found' }, CODE.badRpc)
-        }
+        if (params.node !== undefined) await assertLiveNode(context.node, params.node)
         let q: Record<string, unknown> = request.query
         if (query !== undefined) {
           const checked = query.unknown(true).validate(request.query)

@@ -16,7 +16,8 @@ export type TestBroker = TestNode
 export interface StartOptions {
   /**
    * Plugins to load at boot, in chain order, each with its settings: written to
-   * <dataDir>/etc/<name>.conf and <dataDir>/loaded_plugins.
+   * <dataDir>/etc/<name>.conf and <dataDir>/loaded_plugins. Default: the
+   * retainer alone (retained messages work as on a new install).
    */
   plugins?: PluginSettings
   /** extra folders holding broker_* plugins (test fixtures) */
@@ -30,8 +31,11 @@ export const FIXTURE_PLUGINS = join(INSTALL_ROOT, 'test', 'fixtures', 'plugins')
  * listeners to open (the others are off); `settings` are extra `key=value` overrides.
  */
 export async function startBroker (settings: Record<string, string | number> = {}, listeners: ListenerKind[] = ['tcp'], dataDir?: string, options: StartOptions = {}): Promise<TestBroker> {
-  return await startTestNode({ settings, listeners, dataDir, ...options })
+  return await startTestNode({ settings, listeners, dataDir, ...options, plugins: options.plugins ?? { [RETAINER]: {} } })
 }
+
+/** The plugin that keeps retained messages, loaded by default (as on a new install) by startBroker and spawnBroker. */
+export const RETAINER = 'broker_retainer'
 
 export interface BrokerProcess {
   child: ChildProcess
@@ -54,8 +58,8 @@ export async function spawnBroker (dataDir: string, settings: Record<string, str
     'mqtt.auth_failure_delay': 0,
     ...settings
   }
-  // no plugin unless the test listed some (a new install would load broker_management on port 8080)
-  if (!existsSync(join(dataDir, 'loaded_plugins'))) await writeFile(join(dataDir, 'loaded_plugins'), '')
+  // the retainer alone unless the test listed plugins (a new install would load broker_management on port 8080 too)
+  if (!existsSync(join(dataDir, 'loaded_plugins'))) await writeFile(join(dataDir, 'loaded_plugins'), `${RETAINER}.\n`)
   const args = [...nodeArgs, join(INSTALL_ROOT, 'bin', 'broker'), '--data-dir', dataDir]
   for (const [k, v] of Object.entries(all)) args.push('--set', `${k}=${v}`)
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })

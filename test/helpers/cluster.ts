@@ -9,7 +9,7 @@ import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mqtt, { type IClientOptions, type IConnackPacket, type IDisconnectPacket, type MqttClient } from 'mqtt'
-import { freePort, spawnBroker, tempDir, writePluginFiles, type BrokerProcess } from './broker.js'
+import { freePort, RETAINER, spawnBroker, tempDir, writePluginFiles, type BrokerProcess } from './broker.js'
 import { ctl as runCtl, type CtlRun } from './ctl.js'
 import { closeAll, type Received } from './mqtt.js'
 import { startRedis, type RedisServer } from './servers/redis.js'
@@ -175,7 +175,7 @@ export async function startCluster (options: ClusterOptions = {}): Promise<TestC
   })
 
   const launch = async (node: ClusterNode): Promise<void> => {
-    const etcDir = await writePluginFiles(node.dataDir, { broker_management: { 'management.listener.http': `127.0.0.1:${node.httpPort}` } })
+    const etcDir = await writePluginFiles(node.dataDir, { broker_management: { 'management.listener.http': `127.0.0.1:${node.httpPort}` }, [RETAINER]: {} })
     try {
       node.proc = await spawnBroker(node.dataDir, settings(node, etcDir), node.port)
     } catch (err) {

@@ -2,7 +2,7 @@
 // schema: `<prefix>.pool`, `<prefix>.query_timeout`, `<prefix>.unavailable.auth`
 // and `<prefix>.unavailable.acl`, plus server addresses and durations.
 import Joi from 'joi'
-import { parseDuration } from '../../config/types.js'
+import { parseBytesize, parseDuration } from '../../config/types.js'
 
 export type UnavailableAuth = 'deny' | 'ignore'
 export type UnavailableAcl = 'ignore' | 'deny'
@@ -21,6 +21,16 @@ export function durationSetting (def: number, min = 1): Joi.AnySchema {
     const ms = parseDuration(String(raw).trim())
     if (ms < min) throw new Error(`"${raw}" is shorter than ${min}ms`)
     return ms
+  }).default(def)
+}
+
+/** `1MB`, `64KB`, or a bare number of bytes (as in etc/broker.conf) → bytes. */
+export function bytesizeSetting (def: number): Joi.AnySchema {
+  return Joi.any().custom((raw: unknown) => {
+    if (typeof raw !== 'string' && typeof raw !== 'number') throw new Error('it is not a size (e.g. 1MB, 64KB, or bytes)')
+    const bytes = parseBytesize(String(raw).trim())
+    if (!Number.isSafeInteger(bytes)) throw new Error(`"${raw}" is too large`)
+    return bytes
   }).default(def)
 }
 

@@ -3,7 +3,8 @@ import t from 'tap'
 import { closeAll, connect, nextMessages, noMessageWithin } from '../../../test/helpers/mqtt.js'
 import { startApiNode } from './api.js'
 
-const api = await startApiNode()
+// with the retainer, so a message published with retain is kept for a later subscriber
+const api = await startApiNode({}, {}, ['tcp'], { broker_retainer: {} })
 t.teardown(async () => await api.stop())
 
 t.test('POST /mqtt/publish: a real subscriber receives the message; defaults; bad topics', async (t) => {

@@ -1,6 +1,7 @@
 // Administrator users (SPEC §2.17, §5.1): the default user, CRUD, POST /auth without application credentials, passwords hashed.
 import t from 'tap'
 import type { PluginStore } from '../../../lib/plugin-kit/admin.js'
+import { memoryStore } from '../../../lib/plugin-kit/testing.js'
 import { Users } from '../users.js'
 import { startApiNode } from './api.js'
 
@@ -23,12 +24,7 @@ t.test('the default user from the settings; POST /auth needs no application cred
 
 t.test('passwords are stored salted and hashed, never plain; the seed keeps a changed password', async (t) => {
   const map = new Map<string, string>()
-  const store: PluginStore = {
-    get: async (key) => map.get(key),
-    put: async (key, value) => { map.set(key, value) },
-    del: async (key) => { map.delete(key) },
-    entries: async function * () { yield * map.entries() }
-  }
+  const store: PluginStore = memoryStore(map)
   const users = new Users(store, { login: 'root', password: 'same' })
   await users.seed()
   await users.add('other', 'same', '')

@@ -1,0 +1,159 @@
+// The hook handlers: each one checks its rules' topic test, counts the event
+// and queues it with what its body needs; the JSON body (EMQ X's fields, per
+// event) is written later, when the event is sent. A handler never waits and
+// never changes what it sees: the folds (message.publish, client.subscribe,
+// client.unsubscribe) answer undefined, "go on unchanged".
+import type { ClientInfo, ConnectInfo, HookHandlers, MessageInfo, PublishMessage } from '../../lib/plugin-kit/index.js'
+import { encodePayload, type PayloadEncoding } from './payload.js'
+import type { Pending } from './queue.js'
+import type { EventName, TopicTest } from './rules.js'
+
+/** What an event's client is known by in a body. */
+interface Who { clientId: string, username?: string }
+
+export interface EventSink {
+  /** the node's name, in every body */
+  node: string
+  encoding: PayloadEncoding
+  offer: (item: Pending) => void
+  /** counts one event of this kind (EMQ X's `webhook.<event>` metric) */
+  count: (event: EventName) => void
+  /** the connection's keepalive (s) and connect time (ms), when the client is connected here */
+  connection: (clientId: string) => { keepalive: number, connected_at: number } | undefined
+  /** the user name of a client connected here (a message's publisher) */
+  username: (clientId: string) => string | undefined
+}
+
+/** A handler of each event a rule names (the folds answer undefined: unchanged). */
+export type EventHandlers = { [E in EventName]?: HookHandlers[E] }
+
+/** Bytes an event holds beside its strings and payload (the closure, the body's constant part). */
+const OVERHEAD = 256
+
+const name = (username: string | undefined): string | null => username ?? null
+const sizeOf = (who: Who, topic = '', payload?: Buffer): number => OVERHEAD + who.clientId.length + (who.username?.length ?? 0) + topic.length + (payload?.length ?? 0)
+const isSys = (topic: string): boolean => topic.startsWith('$SYS/')
+
+/** The handlers of the events the rules name. */
+export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, TopicTest>): EventHandlers {
+  const { node, encoding } = sink
+  const handlers: EventHandlers = {}
+  const queue = (event: EventName, key: string, size: number, body: () => object): undefined => {
+    sink.count(event)
+    sink.offer({ key, size, body: () => JSON.stringify(body()) })
+    return undefined
+  }
+  const client = (who: Who): { clientid: string, username: string | null } => ({ clientid: who.clientId, username: name(who.username) })
+  // the message's fields as the hook saw them (a later fold handler may change the message in place);
+  // the payload is encoded and the publisher's user name looked up when the body is written
+  const message = (m: MessageInfo, publisher?: ClientInfo): () => object => {
+    const { from, topic, qos, retain, payload } = m
+    const username = publisher?.username
+    const ts = Date.now()
+    return () => ({
+      from_client_id: from ?? null,
+      from_username: name(username ?? (from === undefined || publisher !== undefined ? undefined : sink.username(from))),
+      topic,
+      qos,
+      retain,
+      payload: encodePayload(payload, encoding),
+      ts
+    })
+  }
+  const connecting = (c: ConnectInfo): object => ({ ...client(c), ipaddress: c.ipAddress, keepalive: c.keepalive, proto_ver: c.protoVer })
+  const add = <E extends EventName>(event: E, handler: HookHandlers[E]): void => {
+    if (events.has(event)) handlers[event] = handler
+  }
+  const test = (event: EventName): TopicTest => events.get(event) ?? (() => false)
+
+  add('client.connect', (c) => queue('client.connect', c.clientId, sizeOf(c), () =>
+    ({ action: 'client_connect', node, ...connecting(c) })))
+
+  add('client.connack', (c, result) => queue('client.connack', c.clientId, sizeOf(c), () =>
+    ({ action: 'client_connack', node, ...connecting(c), conn_ack: result })))
+
+  add('client.connected', (c) => {
+    const connection = sink.connection(c.clientId)
+    const connectedAt = connection?.connected_at ?? Date.now()
+    return queue('client.connected', c.clientId, sizeOf(c), () => ({
+      action: 'client_connected', node, ...client(c), ipaddress: c.ipAddress, keepalive: connection?.keepalive ?? 0, proto_ver: c.protoVer, connected_at: connectedAt
+    }))
+  })
+
+  add('client.disconnected', (c, reason) => {
+    const at = Date.now()
+    return queue('client.disconnected', c.clientId, sizeOf(c), () =>
+      ({ action: 'client_disconnected', node, ...client(c), reason, disconnected_at: at }))
+  })
+
+  const subscribeTest = test('client.subscribe')
+  add('client.subscribe', (c, filter) => {
+    if (!subscribeTest(filter.topic)) return undefined
+    const { topic, qos } = filter
+    return queue('client.subscribe', c.clientId, sizeOf(c, topic), () =>
+      ({ action: 'client_subscribe', node, ...client(c), topic, opts: { qos } }))
+  })
+
+  const unsubscribeTest = test('client.unsubscribe')
+  add('client.unsubscribe', (c, topic) => {
+    if (!unsubscribeTest(topic)) return undefined
+    return queue('client.unsubscribe', c.clientId, sizeOf(c, topic), () =>
+      ({ action: 'client_unsubscribe', node, ...client(c), topic, opts: {} }))
+  })
+
+  const subscribedTest = test('session.subscribed')
+  add('session.subscribed', (c, topic, qos) => {
+    if (!subscribedTest(topic)) return undefined
+    return queue('session.subscribed', c.clientId, sizeOf(c, topic), () =>
+      ({ action: 'session_subscribed', node, ...client(c), topic, opts: { qos } }))
+  })
+
+  const unsubscribedTest = test('session.unsubscribed')
+  add('session.unsubscribed', (c, topic) => {
+    if (!unsubscribedTest(topic)) return undefined
+    return queue('session.unsubscribed', c.clientId, sizeOf(c, topic), () =>
+      ({ action: 'session_unsubscribed', node, ...client(c), topic }))
+  })
+
+  add('session.terminated', (c, reason) => queue('session.terminated', c.clientId, sizeOf(c), () =>
+    ({ action: 'session_terminated', node, ...client(c), reason })))
+
+  const publishTest = test('message.publish')
+  // as in EMQ X, only a message the publisher may publish is posted: the ACL's answer (cached) is asked here,
+  // where the fold runs before the node's own check
+  add('message.publish', (m: PublishMessage) => {
+    if (isSys(m.topic) || !publishTest(m.topic)) return undefined
+    const fields = message(m, m.client)
+    const key = m.from ?? ''
+    const size = sizeOf({ clientId: key }, m.topic, m.payload)
+    const post = (): undefined => queue('message.publish', key, size, () =>
+      ({ action: 'message_publish', node, ...fields() }))
+    const allowed = m.authorize(m.topic)
+    if (allowed === true) return post()
+    if (allowed !== false) allowed.then((ok) => { if (ok) post() }, () => {})
+    return undefined
+  })
+
+  const delivered = (event: 'message.delivered' | 'message.acked', action: string): void => {
+    const topicTest = test(event)
+    add(event, (c: ClientInfo, m: MessageInfo) => {
+      if (isSys(m.topic) || !topicTest(m.topic)) return undefined
+      const fields = message(m)
+      return queue(event, c.clientId, sizeOf(c, m.topic, m.payload), () =>
+        ({ action, node, ...client(c), ...fields() }))
+    })
+  }
+  delivered('message.delivered', 'message_delivered')
+  delivered('message.acked', 'message_acked')
+
+  const droppedTest = test('message.dropped')
+  add('message.dropped', (m, reason, c) => {
+    if (isSys(m.topic) || !droppedTest(m.topic)) return undefined
+    const fields = message(m)
+    const key = c?.clientId ?? m.from ?? ''
+    return queue('message.dropped', key, sizeOf({ clientId: key }, m.topic, m.payload), () =>
+      ({ action: 'message_dropped', node, ...(c === undefined ? {} : client(c)), ...fields(), reason }))
+  })
+
+  return handlers
+}

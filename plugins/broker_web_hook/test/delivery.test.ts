@@ -1,0 +1,190 @@
+// The delivery of queued events against a real HTTP(S) endpoint, without a
+// node: keep-alive connections bounded by pool_size, one client's events in
+// order, retries of 5xx and of no answer (then given up), no retry of 4xx,
+// the bounded queue (drops counted), the alarm while the endpoint is down,
+// TLS with a CA and a client certificate, and close.
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { fakeContext, freePort, INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
+import { waitFor } from '../../../test/helpers/cluster.js'
+import { Delivery, type DeliveryOptions } from '../delivery.js'
+import type { Pending } from '../queue.js'
+import { startEndpoint, type Endpoint } from './endpoint.js'
+
+const ALARM = 'broker_web_hook_unavailable'
+
+interface Counts { sent: number, failed: number, dropped: number }
+
+function delivery (t: Test, url: string, options: Partial<DeliveryOptions> = {}): { delivery: Delivery, counts: Counts, ctx: ReturnType<typeof fakeContext> } {
+  const ctx = fakeContext('broker_web_hook', {})
+  const counts: Counts = { sent: 0, failed: 0, dropped: 0 }
+  const counter = (name: keyof Counts): { inc: (by?: number) => void } => ({ inc: (by = 1) => { counts[name] += by } })
+  const d = new Delivery({
+    url,
+    headers: {},
+    tls: { verify: true },
+    poolSize: 4,
+    queueSize: 100,
+    queueBytes: 1024 * 1024,
+    timeout: 2000,
+    retryTimes: 2,
+    retryInterval: 20,
+    retryBackoff: 2,
+    counters: { sent: counter('sent'), failed: counter('failed'), dropped: counter('dropped') },
+    alarms: ctx.alarms,
+    logger: ctx.logger,
+    plugin: 'broker_web_hook',
+    ...options
+  })
+  t.teardown(async () => await d.close())
+  return { delivery: d, counts, ctx }
+}
+
+const event = (key: string, n: number, size = 300): Pending => ({ key, size, body: () => JSON.stringify({ key, n }) })
+
+async function endpoint (t: Test, options?: Parameters<typeof startEndpoint>[0]): Promise<Endpoint> {
+  const e = await startEndpoint(options)
+  t.teardown(e.close)
+  return e
+}
+
+t.test('posts JSON over keep-alive connections, at most pool_size of them, each client in order', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url('/hook?tag=1'), { queueSize: 300, headers: { 'X-Token': 'secret', 'content-type': 'application/json; charset=utf-8' } })
+  for (let n = 0; n < 50; n++) for (const key of ['a', 'b', 'c', 'd', 'e', 'f']) d.offer(event(key, n))
+  await waitFor(() => counts.sent === 300, 20_000, 'all 300 events posted')
+  t.equal(e.hits.length, 300)
+  t.equal(counts.failed + counts.dropped, 0)
+  const first = e.hits[0]
+  t.equal(first.method, 'POST')
+  t.equal(first.path, '/hook?tag=1', 'the path and query of the URL')
+  t.equal(first.headers['x-token'], 'secret', 'a configured header')
+  t.equal(first.headers['content-type'], 'application/json; charset=utf-8', 'a configured content-type replaces the default')
+  for (const key of ['a', 'b', 'c', 'd', 'e', 'f']) {
+    t.same(e.hits.filter((h) => h.body.key === key).map((h) => h.body.n), Array.from({ length: 50 }, (_, n) => n), `client ${key}'s events in order`)
+  }
+  t.ok(e.connections <= 4, `at most pool_size connections (${e.connections})`)
+  t.equal(d.queue.count, 0)
+})
+
+t.test('the default content-type is application/json', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url())
+  d.offer(event('a', 1))
+  await waitFor(() => counts.sent === 1, 10_000, 'posted')
+  t.equal(e.hits[0].headers['content-type'], 'application/json')
+  t.same(e.hits[0].body, { key: 'a', n: 1 })
+})
+
+t.test('a 500 is retried retry_times times, then the event is given up', async (t) => {
+  const e = await endpoint(t)
+  e.answer(() => 500)
+  const { delivery: d, counts, ctx } = delivery(t, e.url())
+  d.offer(event('a', 1))
+  await waitFor(() => counts.failed === 1, 10_000, 'given up')
+  t.equal(e.hits.length, 3, 'the first attempt and two retries')
+  t.equal(counts.sent, 0)
+  t.notOk(ctx.raised.has(ALARM), 'the endpoint answers: no alarm')
+  e.answer((hit) => hit.body.n === 2 && e.hits.filter((h) => h.body.n === 2).length < 2 ? 503 : 200)
+  d.offer(event('a', 2))
+  await waitFor(() => counts.sent === 1, 10_000, 'delivered on the retry')
+  t.equal(e.hits.filter((h) => h.body.n === 2).length, 2, 'a 503 then a 200')
+})
+
+t.test('a 4xx is not retried', async (t) => {
+  const e = await endpoint(t)
+  e.answer(() => 404)
+  const { delivery: d, counts } = delivery(t, e.url())
+  d.offer(event('a', 1))
+  await waitFor(() => counts.failed === 1, 10_000, 'given up')
+  t.equal(e.hits.length, 1)
+})
+
+t.test('an endpoint that is down: retried then given up, drops counted when the queue is full, the alarm raised then cleared', async (t) => {
+  const port = await freePort()
+  const { delivery: d, counts, ctx } = delivery(t, `http://127.0.0.1:${port}/hook`, { poolSize: 1, queueSize: 5, retryTimes: 1, retryInterval: 200 })
+  for (let n = 0; n < 20; n++) d.offer(event('a', n))
+  t.equal(counts.dropped, 15, '5 wait (taken on the next turn of the event loop); the rest are dropped')
+  await waitFor(() => ctx.raised.has(ALARM), 10_000, 'the alarm')
+  t.match(ctx.raised.get(ALARM), { severity: 'warning', title: /broker_web_hook: http:\/\/127\.0\.0\.1:\d+ unavailable/ })
+  await waitFor(() => counts.failed >= 1, 10_000, 'the first event given up')
+  const e = await endpoint(t, { port })
+  await waitFor(() => !ctx.raised.has(ALARM), 20_000, 'the alarm cleared once the endpoint answers')
+  await waitFor(() => counts.sent + counts.failed === 5, 20_000, 'every queued event settled')
+  t.ok(counts.sent >= 1, `posted after the endpoint came back (${counts.sent})`)
+  t.equal(e.hits.length, counts.sent)
+  t.equal(d.queue.count, 0)
+})
+
+t.test('no answer within the timeout counts as no answer', async (t) => {
+  const e = await endpoint(t)
+  e.answer(() => 'hang')
+  const { delivery: d, counts, ctx } = delivery(t, e.url(), { timeout: 200, retryTimes: 1 })
+  d.offer(event('a', 1))
+  await waitFor(() => counts.failed === 1, 10_000, 'given up')
+  t.equal(e.hits.length, 2, 'tried twice')
+  t.ok(ctx.raised.has(ALARM), 'the alarm stands')
+  e.answer(() => 200)
+  d.offer(event('a', 2))
+  await waitFor(() => counts.sent === 1, 10_000, 'posted')
+  t.notOk(ctx.raised.has(ALARM), 'cleared by the answer')
+})
+
+t.test('the queue is bounded by bytes too', async (t) => {
+  const e = await endpoint(t)
+  e.answer(() => 'hang')
+  const { delivery: d, counts } = delivery(t, e.url(), { poolSize: 1, queueBytes: 4096 })
+  for (let n = 0; n < 10; n++) d.offer(event('a', n, 1000))
+  t.equal(d.queue.count, 4, '4 events of 1000 bytes fit in 4096')
+  t.equal(counts.dropped, 6)
+  t.ok(d.queue.bytes <= 4096)
+})
+
+t.test('close forgets the queue and ends the requests under way', async (t) => {
+  const e = await endpoint(t)
+  e.answer(() => 'hang')
+  const { delivery: d, counts } = delivery(t, e.url(), { poolSize: 1 })
+  for (let n = 0; n < 5; n++) d.offer(event('a', n))
+  await e.waitFor(() => true)
+  await d.close()
+  t.equal(d.queue.count, 0)
+  d.offer(event('a', 9))
+  t.equal(d.queue.count, 0, 'nothing is taken after close')
+  t.equal(counts.sent, 0)
+  await d.close()
+})
+
+t.test('a body that cannot be written is given up', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url())
+  d.offer({ key: 'a', size: 10, body: () => { throw new Error('cycle') } })
+  d.offer(event('a', 1))
+  await waitFor(() => counts.sent === 1, 10_000, 'the next one posted')
+  t.equal(counts.failed, 1)
+})
+
+t.test('TLS: the endpoint verified with web.hook.ssl.cacertfile, a client certificate presented', async (t) => {
+  const certs = join(INSTALL_ROOT, 'etc/certs')
+  const [ca, cert, key, clientCert, clientKey] = await Promise.all(['cacert.pem', 'cert.pem', 'key.pem', 'client-cert.pem', 'client-key.pem'].map(async (f) => await readFile(join(certs, f), 'utf8')))
+  const e = await endpoint(t, { tls: { cert, key, ca, requestCert: true } })
+  const url = `https://localhost:${e.port}/hook`
+  const good = delivery(t, url, { tls: { ca, cert: clientCert, key: clientKey, verify: true } })
+  good.delivery.offer(event('a', 1))
+  await waitFor(() => good.counts.sent === 1, 10_000, 'posted over TLS')
+  t.equal(e.hits[0].peerCN, 'demo-client', 'the client certificate')
+
+  const unknownCa = delivery(t, url, { tls: { cert: clientCert, key: clientKey, verify: true }, retryTimes: 0 })
+  unknownCa.delivery.offer(event('a', 2))
+  await waitFor(() => unknownCa.counts.failed === 1, 10_000, 'refused')
+  t.ok(unknownCa.ctx.raised.has(ALARM), 'a certificate the node cannot verify: the endpoint is unavailable')
+
+  const unverified = delivery(t, url, { tls: { cert: clientCert, key: clientKey, verify: false } })
+  unverified.delivery.offer(event('a', 3))
+  await waitFor(() => unverified.counts.sent === 1, 10_000, 'posted with verify = false')
+
+  const noClientCert = delivery(t, url, { tls: { ca, verify: true }, retryTimes: 0 })
+  noClientCert.delivery.offer(event('a', 4))
+  await waitFor(() => noClientCert.counts.failed === 1, 10_000, 'refused by the endpoint')
+  t.equal(e.hits.length, 2)
+})
