@@ -2,12 +2,14 @@
 // and then the broker, each on a fresh server process with two fresh client
 // workers, and prints the figures and the broker's ratios to the other two
 // (broker / bare, broker / mosquitto); then the cluster
-// section (fan-in on one node, on a Redis cluster, across two nodes) and the
+// section (fan-in on one node, on a Redis cluster, across two nodes), the
+// gateways section (the same fan-in through broker_stomp vs over MQTT) and the
 // acl-chain section (allocation of the ACL check with a plugin). See
 // bench/README.md.
 import { readFileSync } from 'node:fs'
 import { ACL_CHAIN_SECTION, measureAclChain, type AclChainFigures } from './acl-chain.js'
 import { CLUSTER_SECTION, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
+import { GATEWAY_RUNS, GATEWAYS_SECTION, runGatewaysSection, type GatewayResults } from './gateways.js'
 import { Worker } from './pool.js'
 import { scenarios, type Context, type Metric, type Scenario } from './scenarios.js'
 import { killAllNow, onPath, Server, type ServerKind } from './servers.js'
@@ -33,16 +35,21 @@ function openFileLimit (): number {
   return match === null || match[1] === 'unlimited' ? Infinity : Number(match[1])
 }
 
-/** The scenarios of the table and whether the cluster and acl-chain sections run, as BENCH_ONLY says. */
-function selectScenarios (): { selected: Scenario[], cluster: boolean, aclChain: boolean } {
+/** The scenarios of the table and whether the cluster, gateways and acl-chain sections run, as BENCH_ONLY says. */
+function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways: boolean, aclChain: boolean } {
   const only = process.env.BENCH_ONLY
-  if (only === undefined || only === '') return { selected: scenarios, cluster: true, aclChain: true }
+  if (only === undefined || only === '') return { selected: scenarios, cluster: true, gateways: true, aclChain: true }
   const names = only.split(',').map((s) => s.trim())
-  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, ACL_CHAIN_SECTION]
+  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, GATEWAYS_SECTION, ACL_CHAIN_SECTION]
   for (const name of names) {
     if (!known.includes(name)) throw new Error(`BENCH_ONLY=${only}: no scenario ${name} (have ${known.join(', ')})`)
   }
-  return { selected: scenarios.filter((s) => names.includes(s.name)), cluster: names.includes(CLUSTER_SECTION), aclChain: names.includes(ACL_CHAIN_SECTION) }
+  return {
+    selected: scenarios.filter((s) => names.includes(s.name)),
+    cluster: names.includes(CLUSTER_SECTION),
+    gateways: names.includes(GATEWAYS_SECTION),
+    aclChain: names.includes(ACL_CHAIN_SECTION)
+  }
 }
 
 async function runOnce (scenario: Scenario, kind: ServerKind, base: Omit<Context, 'server' | 'workers'>): Promise<Figures> {
@@ -104,6 +111,19 @@ function printCluster (seconds: number, cluster: ClusterResults): void {
     'sent msg/s well above msg/s: deliveries stalled and the publishers\' window was reset (see bench/README.md).\n')
 }
 
+function printGateways (seconds: number, gateways: GatewayResults): void {
+  process.stdout.write(`\n${GATEWAYS_SECTION}: 10 publishers -> 1 MQTT subscriber on bench/in/#, one broker node with the gateway plugins, ${seconds} s per run\n\n`)
+  const lines = [['publishers', 'msg/s', 'ratio']]
+  const mqtt = gateways['msg/s'].mqtt
+  for (const { key, title } of GATEWAY_RUNS) {
+    const value = gateways['msg/s'][key] ?? undefined
+    lines.push([title, format(value, 0), format(value === undefined || mqtt === null || mqtt === 0 ? undefined : value / mqtt, 2)])
+  }
+  writeColumns(lines, 1)
+  process.stdout.write('\nratio = msg/s / msg/s of the MQTT publishers; below 1 = the gateway is slower than the same load over MQTT ' +
+    '(a STOMP SEND is parsed, then published at QoS 1 on an in-process MQTT link; see bench/README.md).\n')
+}
+
 function printAclChain (figures: AclChainFigures): void {
   process.stdout.write(`\n${ACL_CHAIN_SECTION}: the broker's ACL check of one PUBLISH, in-process, one plugin handler answering synchronously\n\n`)
   const lines = [['case', 'bytes/op', 'ops/s'],
@@ -116,7 +136,7 @@ function printAclChain (figures: AclChainFigures): void {
 async function main (): Promise<number> {
   const seconds = positiveNumber('BENCH_SECONDS', 5, false)
   let connections = positiveNumber('BENCH_CONNECTIONS', 2000, true)
-  const { selected, cluster: runCluster, aclChain: runAclChain } = selectScenarios()
+  const { selected, cluster: runCluster, gateways: runGateways, aclChain: runAclChain } = selectScenarios()
   const notes: string[] = []
   // The server holds every idle connection: keep headroom for its own files.
   const fdCap = openFileLimit() - 200
@@ -160,6 +180,7 @@ async function main (): Promise<number> {
   }
 
   const cluster = runCluster ? await runClusterSection(seconds, base.note, errors) : null
+  const gateways = runGateways ? await runGatewaysSection(seconds, errors) : null
   let aclChain: AclChainFigures | null = null
   if (runAclChain) {
     process.stderr.write(`${ACL_CHAIN_SECTION} ... `)
@@ -179,6 +200,7 @@ async function main (): Promise<number> {
     printTable(rows)
   }
   if (cluster !== null && cluster.skipped === null) printCluster(seconds, cluster)
+  if (gateways !== null) printGateways(seconds, gateways)
   if (aclChain !== null) printAclChain(aclChain)
   for (const n of notes) process.stdout.write(`note: ${n}\n`)
   for (const e of errors) process.stdout.write(`error: ${e}\n`)
@@ -192,7 +214,7 @@ async function main (): Promise<number> {
       bare: orNull(r.bare), mosquitto: orNull(r.mosquitto), broker: orNull(r.broker), ratio: orNull(r.ratio), ratioMosquitto: orNull(r.ratioMosquitto), lowerIsBetter: r.metric.lowerIsBetter
     }
   }
-  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, aclChain, notes, errors })}\n`)
+  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, gateways, aclChain, notes, errors })}\n`)
   return errors.length === 0 ? 0 : 1
 }
 

@@ -3,7 +3,7 @@
 // resident memory, and keeps the list of every child the runner started so
 // that none outlives it.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
@@ -73,6 +73,8 @@ export interface NodeOptions {
   nodeName?: string
   /** Extra `--set key=value` settings, after the defaults. */
   settings?: Record<string, string>
+  /** Plugins loaded at boot, in order, each with its `key = value` settings (its .conf file); default none. */
+  plugins?: Record<string, Record<string, string>>
 }
 
 export class Server {
@@ -127,9 +129,16 @@ export class Server {
     if (kind === 'bare') return await Server.launch('bare aedes', port, process.execPath, [join(ROOT, 'dist', 'bench', 'bare-aedes.js'), String(port)], null)
     if (kind === 'mosquitto') return await Server.startMosquitto(port)
     const dataDir = newTempDir('bench-broker-')
-    // A new install would load broker_management, whose HTTP listener takes port 8080: no plugin at all.
-    writeFileSync(join(dataDir, 'loaded_plugins'), '')
+    // A new install would load broker_management, whose HTTP listener takes port 8080: only the plugins asked for.
+    const plugins = options.plugins ?? {}
+    writeFileSync(join(dataDir, 'loaded_plugins'), Object.keys(plugins).map((name) => `${name}.\n`).join(''))
+    const etcDir = join(dataDir, 'etc-plugins')
+    mkdirSync(etcDir)
+    for (const [name, values] of Object.entries(plugins)) {
+      writeFileSync(join(etcDir, `${name}.conf`), Object.entries(values).map(([key, value]) => `${key} = ${value}\n`).join(''))
+    }
     const settings: Record<string, string> = {
+      'plugins.etc_dir': etcDir,
       'listener.tcp.external': `127.0.0.1:${port}`,
       'listener.ssl.external': 'off',
       'listener.ws.external': 'off',

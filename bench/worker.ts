@@ -2,6 +2,7 @@
 // scenario and reports counts and latencies over IPC (see protocol.ts).
 import { publishBatch, RawClient, type ClientOptions } from './client.js'
 import type { FromWorker, Role, ToWorker, WorkerResult } from './protocol.js'
+import { sendBatch, StompPublisher } from './stomp-client.js'
 
 const PAYLOAD = Buffer.alloc(16, 0x61)
 /** Publishes per socket.write; writing each 30-byte packet alone would cost the client a syscall per message. */
@@ -30,7 +31,7 @@ interface Load {
   peer?: (received: number) => void
 }
 
-const clients: RawClient[] = []
+const clients: Array<RawClient | StompPublisher> = []
 let load: Load | null = null
 let failed = false
 
@@ -52,6 +53,13 @@ function closeAll (): void {
 
 async function connect (port: number, clientId: string, extra: Partial<ClientOptions> = {}): Promise<RawClient> {
   const client = await RawClient.connect({ port, clientId, onLost: fail, ...extra })
+  clients.push(client)
+  return client
+}
+
+async function connectStomp (port: number): Promise<StompPublisher> {
+  // the gateway's default user (broker_stomp's stomp.default_user)
+  const client = await StompPublisher.connect(port, 'guest', 'guest', fail)
   clients.push(client)
   return client
 }
@@ -81,10 +89,10 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     const sub = await connect(port, `bench-fi-sub-${process.pid}`, { onPublishFrame: () => { counts.received++ } })
     await sub.subscribe('bench/in/#', 0)
   }
-  const pubs = await Promise.all(role.publishers.map(async (n) => ({
-    client: await connect(port, `bench-fi-pub-${n}-${process.pid}`),
-    batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH)
-  })))
+  const stompPort = role.stompPort
+  const pubs = await Promise.all(role.publishers.map(async (n) => stompPort === undefined
+    ? { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
+    : { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }))
   const window = role.window ?? Infinity
   let peerReceived = 0
   /** Messages given up on: QoS 0 may be dropped, and the window must not wait for them forever. */
@@ -105,7 +113,7 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     for (const resume of waiting.splice(0)) resume()
   }
   let running = false
-  const pump = (client: RawClient, batch: Buffer): void => {
+  const pump = (client: RawClient | StompPublisher, batch: Buffer): void => {
     for (let i = 0; i < WRITES_PER_TURN && running; i++) {
       if (!open()) {
         waiting.push(() => pump(client, batch))

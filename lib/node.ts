@@ -236,6 +236,8 @@ export class BrokerNode {
         config,
         service,
         publish: async (message) => await publishAsNode(engine, hooks, message),
+        // a gateway client arriving while the node stops finds the engine closed: it is closed too
+        handle: (stream) => { if (engine.closed) stream.destroy(); else engine.handle(stream) },
         store: (plugin) => pluginStore(backend.stores, plugin),
         clusterNodes: cluster.members,
         retained,

@@ -14,6 +14,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || debian_packages+=(postgre
 command -v mariadbd >/dev/null 2>&1 || debian_packages+=(mariadb-server)
 command -v slapd >/dev/null 2>&1 || debian_packages+=(slapd)
 command -v ldapadd >/dev/null 2>&1 || debian_packages+=(ldap-utils)
+# stomp.py, the real STOMP client of broker_stomp's tests (run by Debian's /usr/bin/python3)
+/usr/bin/python3 -c 'import stomp' >/dev/null 2>&1 || debian_packages+=(python3-stomp)
 
 if [ ${#debian_packages[@]} -gt 0 ]; then
   sudo=''

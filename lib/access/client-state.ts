@@ -32,7 +32,7 @@ export function clientState (client: Client): ClientState | undefined {
 /** What the hooks see of a connecting client, from the engine's client and its transport. */
 export function clientInfoOf (client: Client, username: string | undefined): ClientInfo {
   const conn = connInfo(client.conn)
-  return {
+  const info: ClientInfo = {
     clientId: client.id,
     username,
     ipAddress: conn?.ipAddress ?? 'undefined',
@@ -43,4 +43,7 @@ export function clientInfoOf (client: Client, username: string | undefined): Cli
     mountpoint: '',
     isSuperuser: false
   }
+  // a protocol gateway's client says what it is (only then: an MQTT client's ClientInfo has no such key)
+  if (conn?.protoName !== undefined) info.gateway = { protoName: conn.protoName, protoVer: conn.protoVer ?? client.version }
+  return info
 }

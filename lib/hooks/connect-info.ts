@@ -16,6 +16,8 @@ export function noteConnectPacket (client: Client, packet: { keepalive?: number 
 
 /** The CONNECT of a client being authenticated (the user name as the client sent it). */
 export function connectInfo (client: Client, info: ClientInfo): ConnectInfo {
-  const { clientId, username, ipAddress, port, protocol, protoVer } = info
-  return { clientId, username, ipAddress, port, protocol, protoVer, keepalive: keepalives.get(client) ?? 0, cleanStart: (client as unknown as ConnectingClient)._cleanStart }
+  const { clientId, username, ipAddress, port, protocol, protoVer, gateway } = info
+  const connect: ConnectInfo = { clientId, username, ipAddress, port, protocol, protoVer, keepalive: keepalives.get(client) ?? 0, cleanStart: (client as unknown as ConnectingClient)._cleanStart }
+  if (gateway !== undefined) connect.gateway = gateway
+  return connect
 }

@@ -12,10 +12,12 @@ export interface ClientInfo {
   /** client address as the listener saw it (`127.0.0.1`, `::1`) */
   ipAddress: string
   port: number
-  /** `mqtt:tcp` | `mqtt:ssl` | `mqtt:ws` | `mqtt:wss` */
+  /** `mqtt:tcp` | `mqtt:ssl` | `mqtt:ws` | `mqtt:wss`; a protocol gateway's (`stomp:tcp`) */
   protocol: string
-  /** MQTT protocol level: 3, 4 or 5 */
+  /** MQTT protocol level: 3, 4 or 5 (a gateway's client: 5, its link to the engine) */
   protoVer: number
+  /** a protocol gateway's client: its protocol and version as the listings show them (`STOMP`, `1.2`); absent for MQTT */
+  gateway?: { protoName: string, protoVer: number | string }
   /** subject of the TLS client certificate, `nossl` without TLS */
   peercert: string
   /** set by an authenticate answer; an empty string when none */
@@ -86,7 +88,7 @@ export interface MessageInfo {
 }
 
 /** A CONNECT as it arrived, before authentication (`client.connect`, `client.connack`). */
-export interface ConnectInfo extends Pick<ClientInfo, 'clientId' | 'username' | 'ipAddress' | 'port' | 'protocol' | 'protoVer'> {
+export interface ConnectInfo extends Pick<ClientInfo, 'clientId' | 'username' | 'ipAddress' | 'port' | 'protocol' | 'protoVer' | 'gateway'> {
   keepalive: number
   cleanStart: boolean
 }

@@ -6,7 +6,7 @@ import type { TLSSocket } from 'node:tls'
 import type { Refusal } from './gate.js'
 
 export interface ConnInfo {
-  /** `mqtt:tcp`, `mqtt:ssl`, `mqtt:ws`, `mqtt:wss` */
+  /** `mqtt:tcp`, `mqtt:ssl`, `mqtt:ws`, `mqtt:wss`; a gateway's, e.g. `stomp:tcp` */
   protocol: string
   /** the listener's id, e.g. `mqtt:tcp:internal` (lib/listeners/listener.ts) */
   listener: string
@@ -17,6 +17,10 @@ export interface ConnInfo {
   peercert: string
   /** set when the listener could not admit the connection: its CONNECT is answered with this refusal */
   refusal?: Refusal
+  /** a gateway client's protocol as the listings show it (`STOMP`); MQTT's comes from its CONNECT */
+  protoName?: string
+  /** a gateway client's protocol version as the listings show it (`1.2`) */
+  protoVer?: number | string
 }
 
 const infos = new WeakMap<object, ConnInfo>()

@@ -6,6 +6,7 @@
 // plugin unloads (or when its load fails), even when one release throws.
 import type { Server as NetServer, Socket as NetSocket } from 'node:net'
 import type { Socket as UdpSocket } from 'node:dgram'
+import type { Duplex } from 'node:stream'
 import type Joi from 'joi'
 import type { HookHandlers, HookName, PublishProperties } from '../hooks/types.js'
 import type { Logger } from '../log.js'
@@ -188,6 +189,37 @@ export interface PluginCounter {
   value: () => number
 }
 
+/**
+ * What a protocol gateway tells the node about one client's transport: the
+ * real peer's, recorded for the connection as a listener records a socket's
+ * (hooks' ClientInfo, the connections listing, bans by address, `$SYS`).
+ */
+export interface GatewayConnection {
+  /** the gateway listener's protocol, e.g. `stomp:tcp` (hooks see it as `ClientInfo.protocol`) */
+  protocol: string
+  /** the gateway listener's id, e.g. `stomp:tcp:default` */
+  listener: string
+  /** default `external` */
+  zone?: string
+  /** the peer's address and port */
+  ipAddress: string
+  port: number
+  /** TLS client certificate subject; default `nossl` */
+  peercert?: string
+  /** the listings' `proto_name`: `STOMP`, `MQTT-SN`, `CoAP`, `LwM2M` */
+  protoName: string
+  /** the listings' `proto_ver`, e.g. `1.2` */
+  protoVer: number | string
+}
+
+/** An in-process MQTT connection to the engine, opened by a gateway for one of its clients. */
+export interface GatewayLink {
+  /** the gateway's end of the MQTT byte stream (the kit's GatewayClient speaks MQTT 5 over it) */
+  readonly stream: Duplex
+  /** adds bytes of the client's real transport to the node's `bytes/received` and `bytes/sent` */
+  countBytes: (received: number, sent: number) => void
+}
+
 /** A timer the host clears when the plugin unloads. */
 export interface PluginTimer { cancel: () => void }
 
@@ -219,6 +251,16 @@ export interface PluginContext<C> {
   readonly listeners: {
     /** a listener the plugin serves, listed with the node's (SPEC §2.10); `report` is read at each listing */
     add: (report: () => ListenerRecord) => void
+  }
+  readonly gateway: {
+    /**
+     * Opens an in-process MQTT connection to the engine for a client of a
+     * protocol gateway: the engine handles it like a listener's socket (auth
+     * chain, ACL, bans, listings, metrics, `$SYS` presence, kicks), recorded
+     * with `connection`'s transport facts. Destroyed when the plugin unloads,
+     * unless closed before. Use it through the kit's `GatewayClient`.
+     */
+    connect: (connection: GatewayConnection) => GatewayLink
   }
   readonly metrics: {
     /**

@@ -107,6 +107,7 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
       added: commands
     },
     listeners: { add: () => {} },
+    gateway: { connect: () => notInUnitTest('gateway.connect') },
     metrics: {
       counter: (key, help) => {
         const { counter, release } = counters.claim(name, key, help, new Set())

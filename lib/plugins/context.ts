@@ -3,6 +3,7 @@
 // take the whole load back, newest first, when the plugin unloads.
 import type { Socket as NetSocket } from 'node:net'
 import type { Socket as UdpSocket } from 'node:dgram'
+import type { Duplex } from 'node:stream'
 import type { HookRegistry } from '../hooks/registry.js'
 import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
@@ -12,6 +13,7 @@ import { configItemKeys, liveKeys, type BrokerActions, type BrokerPlugin, type C
 import type { RetainedMessages } from '../engine/retained.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
+import { gatewayLinks } from './gateway-links.js'
 import { METRIC_KEYS } from '../metrics/metrics.js'
 import type { PluginCounters } from '../metrics/plugin-counters.js'
 
@@ -31,6 +33,8 @@ export interface ContextDeps {
   config: Config
   service: NodeOperations
   publish: (message: PublishRequest) => Promise<void>
+  /** hands a gateway client's in-process MQTT stream to the engine (as a listener does a socket) */
+  handle: (stream: Duplex) => void
   store: (plugin: string) => PluginStore
   cluster: ClusterDeps
   /** the slot of the `retained` capability */
@@ -115,6 +119,7 @@ export class PluginLoad<C> {
           releases.push('listener', () => { deps.listeners.delete(entry) })
         }
       },
+      gateway: gatewayLinks(releases, deps.handle),
       metrics: {
         counter: (key, help) => {
           const { counter, release } = deps.counters.claim(name, key, help, RESERVED_METRICS)

@@ -4,6 +4,7 @@
 // through the context it is given; everything it registered there is
 // released when it unloads, or when its load fails.
 import { readdir } from 'node:fs/promises'
+import type { Duplex } from 'node:stream'
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -53,6 +54,8 @@ export interface PluginHostOptions {
   /** the node's operations: queries and actions for every plugin, the rest for `administration` */
   service: NodeOperations
   publish: (message: PublishRequest) => Promise<void>
+  /** hands a gateway client's in-process MQTT stream to the engine (`ctx.gateway.connect`) */
+  handle: (stream: Duplex) => void
   store: (plugin: string) => PluginStore
   /** the live nodes of the cluster, asked now (on a node alone: itself) */
   clusterNodes: () => Promise<string[]>
@@ -355,10 +358,10 @@ export class PluginHost {
 
   async #start (name: string, config: unknown, plugin?: BrokerPlugin<unknown>): Promise<void> {
     plugin ??= await this.#module(name)
-    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, counters, retained } = this.options
+    const { hooks, commands, logger, service, config: nodeConfig, publish, handle, root, alarms, counters, retained } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
     const cluster = { nodes: this.options.clusterNodes, nodeLeft: this.#nodeLeft }
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, cluster, retained, logger, root, pluginCode: this.#pluginCode })
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, handle, store, cluster, retained, logger, root, pluginCode: this.#pluginCode })
     try {
       await plugin.load(load.context)
     } catch (err) {

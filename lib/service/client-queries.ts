@@ -45,7 +45,8 @@ export function clientQueries (context: OperationContext): ClientQueries {
       keepalive: facts.keepalive,
       mountpoint: info?.mountpoint,
       peercert: conn?.peercert,
-      proto_ver: client.version,
+      proto_name: conn?.protoName,
+      proto_ver: conn?.protoVer ?? client.version,
       will_topic: facts.willTopic,
       zone: conn?.zone
     }

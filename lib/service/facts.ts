@@ -20,7 +20,10 @@ export interface ConnectionFacts {
   mountpoint?: string
   /** the TLS client certificate's subject; absent without TLS */
   peercert?: string
-  proto_ver: number
+  /** a gateway client's protocol (`STOMP`, `MQTT-SN`, `CoAP`, `LwM2M`); absent for MQTT, named by its level */
+  proto_name?: string
+  /** the MQTT protocol level (3, 4, 5), or a gateway client's protocol version (`1.2`) */
+  proto_ver: number | string
   will_topic?: string
   zone?: string
 }

@@ -1,5 +1,8 @@
 // broker_management's settings (etc/plugins/broker_management.conf).
 import Joi from 'joi'
+import { listenOnSchema } from '../../lib/plugin-kit/index.js'
+
+export { listenOn } from '../../lib/plugin-kit/index.js'
 
 export interface ManagementConfig {
   /** `<port>` or `<address>:<port>` */
@@ -25,10 +28,10 @@ export interface ManagementConfig {
 }
 
 export const schema = Joi.object<ManagementConfig>({
-  'management.listener.http': Joi.string().pattern(/^(?:\S+:)?\d{1,5}$/, '<port> or <address>:<port>').default('8080'),
+  'management.listener.http': listenOnSchema().default('8080'),
   'management.listener.http.acceptors': Joi.number().integer().min(1).default(2),
   'management.listener.http.max_clients': Joi.number().integer().min(1).default(512),
-  'management.listener.https': Joi.string().pattern(/^(?:\S+:)?\d{1,5}$/, '<port> or <address>:<port>'),
+  'management.listener.https': listenOnSchema(),
   'management.listener.https.certfile': Joi.string().min(1).default('etc/certs/cert.pem'),
   'management.listener.https.keyfile': Joi.string().min(1).default('etc/certs/key.pem'),
   'management.listener.https.acceptors': Joi.number().integer().min(1).default(2),
@@ -40,9 +43,3 @@ export const schema = Joi.object<ManagementConfig>({
   'dashboard.default_user.login': Joi.string().min(1).default('admin'),
   'dashboard.default_user.password': Joi.string().min(1).default('public')
 })
-
-/** `8080` → all addresses; `127.0.0.1:8080` → that address. */
-export function listenOn (value: string): { host: string, port: number } {
-  const at = value.lastIndexOf(':')
-  return at < 0 ? { host: '0.0.0.0', port: Number(value) } : { host: value.slice(0, at), port: Number(value.slice(at + 1)) }
-}

@@ -14,7 +14,8 @@
 import type { ClientInfo, ConnectInfo, PluginContext } from '../../lib/plugin-kit/index.js'
 import type { ModulesConfig } from './settings.js'
 
-interface ConnectFacts { cleanStart: boolean, protoVer: number, keepalive: number }
+/** `gateway`: a protocol gateway's client (STOMP …) is announced with its own protocol and version */
+interface ConnectFacts { cleanStart: boolean, protoVer: number, keepalive: number, gateway?: ClientInfo['gateway'] }
 
 /** CONNECTs whose CONNACK is still to come: a bound, whatever a flood of half-done connects does. */
 const MAX_PENDING = 65536
@@ -44,21 +45,21 @@ export function presence (ctx: PluginContext<ModulesConfig>): void {
   ctx.hooks.add('client.connect', (connect) => {
     if (!on()) return
     if (connects.size >= MAX_PENDING) connects.delete(connects.keys().next().value!)
-    connects.set(connect.clientId, { cleanStart: connect.cleanStart, protoVer: connect.protoVer, keepalive: connect.keepalive })
+    connects.set(connect.clientId, { cleanStart: connect.cleanStart, protoVer: connect.protoVer, keepalive: connect.keepalive, gateway: connect.gateway })
   })
   ctx.hooks.add('client.connack', (connect: ConnectInfo, result) => {
     if (result !== 'success') connects.delete(connect.clientId)
   })
   ctx.hooks.add('client.connected', (client) => {
     const early = goneEarly.get(client)
-    const facts = early?.facts ?? connects.get(client.clientId) ?? { cleanStart: true, protoVer: client.protoVer, keepalive: 0 }
+    const facts = early?.facts ?? connects.get(client.clientId) ?? { cleanStart: true, protoVer: client.protoVer, keepalive: 0, gateway: client.gateway }
     if (early === undefined) connects.delete(client.clientId)
     if (!on()) return
     announced.add(client)
     const common = { clientid: client.clientId, username: client.username ?? 'undefined', ipaddress: client.ipAddress }
     send(client.clientId, 'connected', ctx.config['module.presence.format'] === 'short'
-      ? { ...common, session: !facts.cleanStart, version: facts.protoVer, connack: 0, ts: Date.now() }
-      : { ...common, clean_start: facts.cleanStart, proto_ver: facts.protoVer, proto_name: protoName(facts.protoVer), keepalive: facts.keepalive, connack: 0, ts: Date.now() })
+      ? { ...common, session: !facts.cleanStart, version: facts.gateway?.protoVer ?? facts.protoVer, connack: 0, ts: Date.now() }
+      : { ...common, clean_start: facts.cleanStart, proto_ver: facts.gateway?.protoVer ?? facts.protoVer, proto_name: facts.gateway?.protoName ?? protoName(facts.protoVer), keepalive: facts.keepalive, connack: 0, ts: Date.now() })
     // a client that closed at once may be ready after its disconnect: the two notices still go in order
     if (early !== undefined) disconnected(client, early.reason)
   })

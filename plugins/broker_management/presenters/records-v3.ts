@@ -19,7 +19,7 @@ export interface ConnectionRecord {
   peercert: string
   port: number
   proto_name: string
-  proto_ver: number
+  proto_ver: number | string
   username: string
   will_topic: string
   zone: string
@@ -82,7 +82,7 @@ export function connectionRecord (c: ConnectionFacts): ConnectionRecord {
     node: c.node,
     peercert: c.peercert ?? 'nossl',
     port: c.port ?? 0,
-    proto_name: c.proto_ver === 3 ? 'MQIsdp' : 'MQTT',
+    proto_name: c.proto_name ?? (c.proto_ver === 3 ? 'MQIsdp' : 'MQTT'),
     proto_ver: c.proto_ver,
     username: text(c.username),
     will_topic: text(c.will_topic),

@@ -1,0 +1,78 @@
+// The gateways section (`gateways`): the same fan-in load as the cluster
+// section (10 publishers → 1 MQTT subscriber on bench/in/#, 16-byte
+// payloads, at most WINDOW messages ahead of the subscriber) on one broker
+// node with the gateway plugins loaded, once with MQTT publishers (QoS 0
+// PUBLISH) and once per gateway with its clients as the publishers (STOMP:
+// SEND frames, which broker_stomp publishes at QoS 1 on its in-process link).
+// Each run gets a fresh node and two fresh workers. See bench/README.md.
+import { Worker } from './pool.js'
+import type { Role } from './protocol.js'
+import { range, receivedPerSecond, timedOn } from './scenarios.js'
+import { freePort, Server } from './servers.js'
+
+export const GATEWAYS_SECTION = 'gateways'
+
+/** As in the cluster section: the publishers stay at most this many messages ahead of the subscriber. */
+const WINDOW = 10_000
+const SETTLE_MS = 500
+
+export const GATEWAY_RUNS = [
+  { key: 'mqtt', title: 'MQTT publishers (PUBLISH, QoS 0)' },
+  { key: 'stomp', title: 'STOMP publishers (SEND, broker_stomp)' }
+] as const
+export type GatewayRun = typeof GATEWAY_RUNS[number]['key']
+
+export interface GatewayResults {
+  /** msg/s received by the subscriber; null when that run failed */
+  'msg/s': Record<GatewayRun, number | null>
+  /** msg/s through the gateway / msg/s of the same load over MQTT */
+  ratio: { 'stomp/mqtt': number | null }
+}
+
+const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
+
+async function measure (key: GatewayRun, seconds: number): Promise<number> {
+  const stompPort = await freePort()
+  const node = await Server.start('broker', {
+    label: `broker with broker_stomp (${key})`,
+    plugins: { broker_stomp: { 'stomp.listener': `127.0.0.1:${stompPort}`, 'stomp.listener.max_connections': '64' } }
+  })
+  const workers = [new Worker(0), new Worker(1)]
+  workers[0].onProgress = (received) => workers[1].send({ type: 'peer', received })
+  const roles: Role[] = [
+    { kind: 'fan-in', subscriber: true, publishers: [], window: WINDOW },
+    { kind: 'fan-in', subscriber: false, publishers: range(0, 10), window: WINDOW, ...(key === 'stomp' ? { stompPort } : {}) }
+  ]
+  try {
+    const results = await Promise.race([timedOn(workers, [node.port, node.port], roles, seconds, SETTLE_MS), node.died])
+    const rate = receivedPerSecond(results)
+    if (rate === 0) throw new Error('the subscriber received no message')
+    return rate
+  } catch (err) {
+    // Clients notice a dead server before the runner sees it exit: blame the server, not them.
+    await sleep(200)
+    throw node.deathError ?? err
+  } finally {
+    await Promise.all(workers.map(async (w) => await w.close()))
+    await node.stop()
+  }
+}
+
+/** Runs each in order; progress on stderr, failures into `errors`. */
+export async function runGatewaysSection (seconds: number, errors: string[]): Promise<GatewayResults> {
+  const results: GatewayResults = { 'msg/s': { mqtt: null, stomp: null }, ratio: { 'stomp/mqtt': null } }
+  for (const { key, title } of GATEWAY_RUNS) {
+    process.stderr.write(`${GATEWAYS_SECTION} ${title} ... `)
+    try {
+      results['msg/s'][key] = await measure(key, seconds)
+      process.stderr.write(`${results['msg/s'][key]!.toFixed(0)} msg/s\n`)
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err)
+      process.stderr.write(`failed: ${message}\n`)
+      errors.push(`${GATEWAYS_SECTION} ${title}: ${message}`)
+    }
+  }
+  const { mqtt, stomp } = results['msg/s']
+  results.ratio['stomp/mqtt'] = mqtt === null || stomp === null || mqtt === 0 ? null : stomp / mqtt
+  return results
+}
