@@ -198,7 +198,7 @@ export class BrokerNode {
       let clustering: Clustering | undefined = undefined
       const service = await step('node service', () => {
         const drain = new Drain({ engine, lifecycle, listeners: () => listeners, logger, serverReference: () => clustering?.serverReference() })
-        return createNodeOperations({ config, engine, access, banned, queues, observability, storeIndex, persistence, plugins: () => plugins, listeners: () => listeners, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => timers.restoredExpiryInterval(clientId) })
+        return createNodeOperations({ config, engine, hooks, access, banned, queues, observability, storeIndex, persistence, plugins: () => plugins, listeners: () => listeners, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => timers.restoredExpiryInterval(clientId) })
       })
       // mqtt.acl_file is live: the rules are read again when it changes (a bad file keeps the rules in force)
       await step('acl file watch', () => {
@@ -235,10 +235,11 @@ export class BrokerNode {
         logger,
         config,
         service,
-        publish: async (message) => await publishAsNode(engine, message),
+        publish: async (message) => await publishAsNode(engine, hooks, message),
         store: (plugin) => pluginStore(backend.stores, plugin),
         retained,
-        alarms: observability.alarms
+        alarms: observability.alarms,
+        counters: observability.pluginCounters
       }), async (host) => await host.stopAll())
       plugins = host
       await step('plugins', async () => {

@@ -241,7 +241,9 @@ t.test('notification hooks see a real client session', async (t) => {
   await pub.publishAsync('n/t', 'p1', { qos: 1 })
   await waitFor('message.acked', () => callsOf('message.acked').length === 1)
   const message = { topic: 'n/t', payload: Buffer.from('p1'), qos: 1, retain: false, from: 'pub-1' }
-  t.same(callsOf('message.publish'), [[message]], 'message.publish names the publishing client')
+  const [[published]] = callsOf('message.publish') as Array<[Record<string, unknown>]>
+  t.match(published, { ...message, client: pubInfo }, 'message.publish names the publishing client')
+  t.equal(typeof published.authorize, 'function', '…and can ask its ACL about another topic')
   t.equal(callsOf('message.publish').length, 1)
   t.same(callsOf('message.delivered'), [[subInfo, message]])
   t.same(callsOf('message.acked'), [[subInfo, message]])

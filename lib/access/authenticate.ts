@@ -6,7 +6,7 @@ import type { AuthenticateError, Client } from 'aedes'
 import type { Config } from '../config/store.js'
 import { runChain, type ChainRules } from '../hooks/chain.js'
 import type { HookRegistry } from '../hooks/registry.js'
-import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo } from '../hooks/types.js'
+import type { AuthenticateAnswer, AuthenticateRequest, ClientInfo, ConnectInfo } from '../hooks/types.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Refusal as ListenerRefusal } from '../listeners/gate.js'
 import type { Logger } from '../log.js'
@@ -17,7 +17,7 @@ import { expandMountpoint } from './mountpoint.js'
 import { REFUSALS, type Refusal } from './refusals.js'
 import type { EnhancedAuth } from './enhanced-auth.js'
 import type { SessionGuard } from './session-guard.js'
-import type { ConnectingClient } from '../engine/internals.js'
+import { engineClientFacts, type ConnectingClient } from '../engine/internals.js'
 
 function refusal (reason: Refusal, message: string): AuthenticateError {
   return Object.assign(new Error(message), REFUSALS[reason]) as unknown as AuthenticateError
@@ -35,6 +35,12 @@ function verdictOf (answer: AuthenticateAnswer): Verdict | undefined {
   if (answer === 'deny') return { allow: false, reason: 'bad_username_or_password', message: 'authentication denied', credentials: true }
   if (answer.result === 'allow') return { allow: true, superuser: answer.superuser === true, mountpoint: answer.mountpoint, username: answer.username }
   return { allow: false, reason: answer.reason ?? 'bad_username_or_password', message: 'authentication denied', credentials: true }
+}
+
+/** The CONNECT as `client.connect` and `client.connack` see it (the user name as the client sent it). */
+function connectInfo (client: Client, info: ClientInfo): ConnectInfo {
+  const { clientId, username, ipAddress, port, protocol, protoVer } = info
+  return { clientId, username, ipAddress, port, protocol, protoVer, keepalive: engineClientFacts(client).keepalive, cleanStart: client.clean }
 }
 
 export interface AuthenticateDeps { config: Config, hooks: HookRegistry, banned: BannedList, enhanced: EnhancedAuth, guard: SessionGuard, logger: Logger }
@@ -94,6 +100,8 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, guard, lo
 
   return function authenticate (client: Client, username: string | undefined, password: Buffer | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void): void {
     const info = clientInfoOf(client, username)
+    const connect = hooks.has('client.connect') || hooks.has('client.connack') ? connectInfo(client, info) : undefined
+    if (connect !== undefined) hooks.notify('client.connect', connect)
     const refusedOrAdmitted = async (): Promise<Refused | undefined> => {
       const verdict = await decide(client, info, password, connInfo(client.conn)?.refusal)
       const refused = verdict.allow ? admit(info, verdict) : verdict
@@ -105,14 +113,17 @@ export function createAuthenticate ({ config, hooks, banned, enhanced, guard, lo
     refusedOrAdmitted().then((refused) => {
       if (refused !== undefined) {
         logger.debug({ clientId: info.clientId, reason: refused.reason, message: refused.message }, 'connection refused')
+        if (connect !== undefined) hooks.notify('client.connack', connect, refused.reason)
         const wait = refused.credentials === true ? failureDelay.next(info.ipAddress) : 0
         if (wait === 0) done(refusal(refused.reason, refused.message), false)
         else setTimeout(() => done(refusal(refused.reason, refused.message), false), wait).unref()
         return
       }
+      if (connect !== undefined) hooks.notify('client.connack', connect, 'success')
       done(null, true)
     }, (err: Error) => {
       logger.error({ err }, 'authenticate failed')
+      if (connect !== undefined) hooks.notify('client.connack', connect, 'not_authorized')
       done(refusal('not_authorized', 'authentication failed'), false)
     })
   }

@@ -3,16 +3,18 @@
 // subscription quota (`zone.external.max_subscriptions`, 0 = no limit), and
 // mountpoints both ways. A will is authorized as its stored owner; a resumed
 // session's subscriptions are authorized again.
-import type { AedesOptions, Client, Subscription } from 'aedes'
+import type { AedesOptions, Client, PublishPacket, Subscription } from 'aedes'
 import { unsharedFilter, type AccessControl } from '../access/access-control.js'
 import { topicMatches } from '../access/acl-match.js'
-import { clientState, detachedState } from '../access/client-state.js'
+import { clientState, detachedState, type ClientState } from '../access/client-state.js'
 import { mountFilter, unmountFilter, unmountTopic } from '../access/mountpoint.js'
 import { willOwner } from '../access/will-owner.js'
 import type { EngineClient } from './internals.js'
 import type { Config } from '../config/store.js'
 import type { HookRegistry } from '../hooks/registry.js'
 import { messageInfo } from '../hooks/engine-events.js'
+import { foldPublish, foldSubscribe, foldUnsubscribe, isStopped, type Stopped } from '../hooks/folds.js'
+import type { PublishMessage, SubscribeFilter } from '../hooks/types.js'
 
 const SYS_PREFIX = '$SYS'
 const SYS_RESERVED = new Error('$SYS topics are reserved for the broker')
@@ -20,6 +22,19 @@ const NOT_AUTHORIZED = new Error('not authorized')
 const NOT_AUTHENTICATED = new Error('client not authenticated')
 /** The errors a denied PUBLISH is reported with (metrics count them as dropped). */
 export const PUBLISH_DENIALS: ReadonlySet<Error> = new Set([SYS_RESERVED, NOT_AUTHORIZED, NOT_AUTHENTICATED])
+
+/**
+ * A `message.publish` handler stopped the message: the engine acknowledges it
+ * with `reasonCode` (MQTT 5; Aedes patch 191) and does not route it. Below
+ * 0x80 the message was taken in (e.g. a delayed message); from 0x80 it was
+ * refused and counts as dropped.
+ */
+export class PublishStop extends Error {
+  constructor (readonly reasonCode: number, reason?: string) {
+    super(reason ?? (reasonCode < 0x80 ? 'message taken in by a plugin' : 'message refused by a plugin'))
+    this.name = 'PublishStop'
+  }
+}
 
 export interface CallbackDeps { config: Config, access: AccessControl, hooks: HookRegistry }
 
@@ -40,28 +55,43 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
       const owner = willOwner(packet)
       const state = owner !== undefined ? detachedState(owner) : client === null ? undefined : clientState(client)
       if (state === undefined) return done(NOT_AUTHENTICATED)
-      const allowed = access.check(state, 'publish', packet.topic)
-      if (allowed === true) {
-        packet.topic = mountFilter(state.info.mountpoint, packet.topic)
-        return done(null)
+      if (!hooks.has('message.publish')) return checkPublish(state, packet, done)
+      // the fold (topic rewrite, scripts, delayed messages …) runs before the ACL, which checks the topic it made
+      const folded = foldPublish(hooks, {
+        ...messageInfo(packet),
+        from: state.info.clientId,
+        client: state.info,
+        authorize: (topic) => access.check(state, 'publish', topic)
+      })
+      const go = (result: PublishMessage | Stopped): void => {
+        if (isStopped(result)) return done(new PublishStop(result.stop, result.reason))
+        packet.topic = result.topic
+        packet.payload = result.payload
+        packet.retain = result.retain
+        if (packet.topic.startsWith(SYS_PREFIX)) return done(SYS_RESERVED)
+        checkPublish(state, packet, done)
       }
-      if (allowed === false) return done(NOT_AUTHORIZED)
-      allowed.then((allow) => {
-        if (allow) packet.topic = mountFilter(state.info.mountpoint, packet.topic)
-        done(allow ? null : NOT_AUTHORIZED)
-      }, () => done(NOT_AUTHORIZED))
+      if (!(folded instanceof Promise)) return go(folded)
+      folded.then(go, () => done(NOT_AUTHORIZED))
     },
 
     authorizeSubscribe (client, sub, done) {
       const state = clientState(client)
       if (state === undefined) return done(NOT_AUTHENTICATED, null)
-      const allowed = access.check(state, 'subscribe', sub.topic)
-      const finish = (allow: boolean): void => {
-        if (allow) sub.topic = mountFilter(state.info.mountpoint, sub.topic)
-        done(null, allow ? sub : null)
+      if (!hooks.has('client.subscribe')) return checkSubscribe(state, sub, done)
+      const folded = foldSubscribe(hooks, state.info, { topic: sub.topic, qos: sub.qos as 0 | 1 | 2 })
+      const go = (result: SubscribeFilter | Stopped): void => {
+        if (isStopped(result)) {
+          // read by the patched SUBSCRIBE handler for this filter's SUBACK code (Aedes patch 191)
+          (sub as Subscription & { deniedCode?: number }).deniedCode = result.stop
+          return done(null, null)
+        }
+        sub.topic = result.topic
+        sub.qos = result.qos
+        checkSubscribe(state, sub, done)
       }
-      if (typeof allowed === 'boolean') return finish(allowed)
-      allowed.then(finish, () => done(null, null))
+      if (!(folded instanceof Promise)) return go(folded)
+      folded.then(go, () => done(null, null))
     },
 
     // the resuming client's rights now, which may differ from those the filter was granted with
@@ -96,8 +126,33 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
 
     mapUnsubscribe (client, topic) {
       const state = clientState(client)
-      return state === undefined ? topic : mountFilter(state.info.mountpoint, topic)
+      if (state === undefined) return topic
+      const filter = hooks.has('client.unsubscribe') ? foldUnsubscribe(hooks, state.info, topic) : topic
+      return mountFilter(state.info.mountpoint, filter)
     }
+  }
+
+  function checkPublish (state: ClientState, packet: PublishPacket, done: (err?: Error | null) => void): void {
+    const allowed = access.check(state, 'publish', packet.topic)
+    if (allowed === true) {
+      packet.topic = mountFilter(state.info.mountpoint, packet.topic)
+      return done(null)
+    }
+    if (allowed === false) return done(NOT_AUTHORIZED)
+    allowed.then((allow) => {
+      if (allow) packet.topic = mountFilter(state.info.mountpoint, packet.topic)
+      done(allow ? null : NOT_AUTHORIZED)
+    }, () => done(NOT_AUTHORIZED))
+  }
+
+  function checkSubscribe (state: ClientState, sub: Subscription, done: (err: Error | null, sub: Subscription | null) => void): void {
+    const allowed = access.check(state, 'subscribe', sub.topic)
+    const finish = (allow: boolean): void => {
+      if (allow) sub.topic = mountFilter(state.info.mountpoint, sub.topic)
+      done(null, allow ? sub : null)
+    }
+    if (typeof allowed === 'boolean') return finish(allowed)
+    allowed.then(finish, () => done(null, null))
   }
 }
 

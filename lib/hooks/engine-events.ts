@@ -4,7 +4,7 @@ import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import { clientState } from '../access/client-state.js'
 import { engineClient, onMessageDropped } from '../engine/internals.js'
 import type { HookRegistry } from './registry.js'
-import type { MessageInfo } from './types.js'
+import type { ClientInfo, MessageInfo } from './types.js'
 
 export function messageInfo (packet: Pick<AedesPublishPacket, 'topic' | 'payload' | 'qos' | 'retain'> & { clientId?: string }): MessageInfo {
   return {
@@ -14,6 +14,11 @@ export function messageInfo (packet: Pick<AedesPublishPacket, 'topic' | 'payload
     retain: packet.retain,
     from: packet.clientId
   }
+}
+
+/** What is known of a session's client when only its id is (a session restored from the store, expiring offline). */
+function offlineInfo (clientId: string): ClientInfo {
+  return { clientId, ipAddress: 'undefined', port: 0, protocol: 'mqtt:tcp', protoVer: 4, peercert: 'nossl', mountpoint: '', isSuperuser: false }
 }
 
 const disconnectReasons = new WeakMap<Client, string>()
@@ -37,7 +42,13 @@ export function mapEngineEvents (engine: Aedes, hooks: HookRegistry): void {
   })
   engine.on('clientDisconnect', (client: Client) => {
     const state = clientState(client)
-    if (state !== undefined && hooks.has('client.disconnected')) hooks.notify('client.disconnected', state.info, disconnectReason(client))
+    if (state === undefined) return
+    if (hooks.has('client.disconnected')) hooks.notify('client.disconnected', state.info, disconnectReason(client))
+    // a clean session ends with its connection; a persistent one when it expires
+    if (client.clean && hooks.has('session.terminated')) hooks.notify('session.terminated', state.info, disconnectReason(client))
+  })
+  engine.on('sessionExpired', (client: Client) => {
+    if (hooks.has('session.terminated')) hooks.notify('session.terminated', clientState(client)?.info ?? offlineInfo(client.id), 'expired')
   })
   engine.on('subscribe', (subscriptions, client: Client) => {
     const state = clientState(client)
@@ -48,11 +59,6 @@ export function mapEngineEvents (engine: Aedes, hooks: HookRegistry): void {
     const state = clientState(client)
     if (state === undefined || !hooks.has('session.unsubscribed')) return
     for (const topic of topics) hooks.notify('session.unsubscribed', state.info, topic)
-  })
-  engine.on('publish', (packet: AedesPublishPacket, client: Client | null) => {
-    if (!hooks.has('message.publish') || (client === null && packet.topic.startsWith('$SYS/'))) return
-    // Aedes emits the client's own packet, which does not carry its id
-    hooks.notify('message.publish', { ...messageInfo(packet), from: client?.id })
   })
   engine.on('ack', (packet, client: Client) => {
     const state = clientState(client)

@@ -3,7 +3,7 @@
 // order), then by registration. The ordered lists are rebuilt only when a
 // handler is added or removed, so the hot path reads a plain array.
 import type { Logger } from '../log.js'
-import type { CHAIN_HOOKS, HookHandlers, HookName } from './types.js'
+import type { CHAIN_HOOKS, FOLD_HOOKS, HookHandlers, HookName } from './types.js'
 
 interface Entry { handler: HookHandlers[HookName], priority: number, owner: string, seq: number }
 
@@ -11,6 +11,7 @@ export class HookRegistry {
   readonly #entries = new Map<HookName, Entry[]>()
   readonly #ordered = new Map<HookName, Array<HookHandlers[HookName]>>()
   #seq = 0
+  readonly #failures = new Map<HookName, { at: number, skipped: number }>()
 
   /** `ownerRank` gives an owner's place in the chain (lower runs first). */
   constructor (private readonly logger: Logger, private ownerRank: (owner: string) => number = () => 0) {}
@@ -45,7 +46,7 @@ export class HookRegistry {
   }
 
   /** Calls every handler of a notification hook; a handler's error is logged, never thrown. */
-  notify<H extends Exclude<HookName, typeof CHAIN_HOOKS[number]>> (hook: H, ...args: Parameters<HookHandlers[H]>): void {
+  notify<H extends Exclude<HookName, typeof CHAIN_HOOKS[number] | typeof FOLD_HOOKS[number]>> (hook: H, ...args: Parameters<HookHandlers[H]>): void {
     const list = this.#ordered.get(hook)
     if (list === undefined) return
     for (const handler of list) {
@@ -55,6 +56,22 @@ export class HookRegistry {
         this.logger.error({ err, hook }, 'hook handler failed')
       }
     }
+  }
+
+  /**
+   * Logs a fold handler's failure (lib/hooks/folds.ts): one line per hook a
+   * second at most, with how many were left out since, since a broken handler
+   * on the publish path fails once per message.
+   */
+  failed (hook: HookName, err: unknown): void {
+    const now = Date.now()
+    const last = this.#failures.get(hook)
+    if (last !== undefined && now - last.at < 1000) {
+      last.skipped++
+      return
+    }
+    this.#failures.set(hook, { at: now, skipped: 0 })
+    this.logger.error({ err, hook, skipped: last?.skipped ?? 0 }, 'hook handler failed; skipped')
   }
 
   #order (hook: HookName): void {

@@ -85,15 +85,63 @@ export interface MessageInfo {
   from?: string
 }
 
+/** A CONNECT as it arrived, before authentication (`client.connect`, `client.connack`). */
+export interface ConnectInfo extends Pick<ClientInfo, 'clientId' | 'username' | 'ipAddress' | 'port' | 'protocol' | 'protoVer'> {
+  keepalive: number
+  cleanStart: boolean
+}
+
+/**
+ * A message on its way in (`message.publish`): from a client (`client` set),
+ * a will (`client` is its owner's), or the node itself (API, plugins; no
+ * `client`). `authorize(topic)` is the publisher's ACL answer for another
+ * topic (always true for the node's own messages).
+ */
+export interface PublishMessage extends MessageInfo {
+  client?: ClientInfo
+  authorize: (topic: string) => boolean | Promise<boolean>
+}
+
+/**
+ * A `message.publish` handler's answer: undefined goes on unchanged; an
+ * object of changes goes on with them (the next handler sees the changed
+ * message; the ACL checks the final topic); `stop` ends here, unrouted: an
+ * MQTT 5 publisher at QoS 1/2 gets that reason code in its PUBACK/PUBREC
+ * (below 0x80: accepted, e.g. 0x00 for a message taken in; 0x80 and up: a
+ * refusal, counted as dropped), an MQTT 3.x one its usual acknowledgement.
+ * The QoS cannot change: the publisher's acknowledgement depends on it.
+ */
+export type PublishAnswer =
+  | undefined
+  | { topic?: string, payload?: Buffer, retain?: boolean }
+  | { stop: number, reason?: string }
+
+/** One filter of a SUBSCRIBE (`client.subscribe`). */
+export interface SubscribeFilter { topic: string, qos: 0 | 1 | 2 }
+
+/** undefined: unchanged; changes; or `stop`: not subscribed, with this SUBACK code (0x80 and up; MQTT 3.x: 0x80). */
+export type SubscribeAnswer = undefined | { topic?: string, qos?: 0 | 1 | 2 } | { stop: number }
+
 export interface HookHandlers {
   'client.authenticate': (request: AuthenticateRequest) => AuthenticateAnswer | Promise<AuthenticateAnswer>
   'client.check_acl': (request: CheckAclRequest) => Decision | Promise<Decision>
   'client.enhanced_auth': (request: EnhancedAuthRequest) => EnhancedAuthAnswer | Promise<EnhancedAuthAnswer>
+  /** a CONNECT arrived, before authentication */
+  'client.connect': (connect: ConnectInfo) => void
+  /** the CONNACK's outcome in EMQ X words: `success`, `bad_username_or_password`, `not_authorized`, `banned`, `server_unavailable`, … */
+  'client.connack': (connect: ConnectInfo, result: string) => void
   'client.connected': (client: ClientInfo) => void
   'client.disconnected': (client: ClientInfo, reason: string) => void
+  /** fold, per filter of a SUBSCRIBE, before the ACL (which checks the filter it produces) */
+  'client.subscribe': (client: ClientInfo, filter: SubscribeFilter) => SubscribeAnswer | Promise<SubscribeAnswer>
+  /** fold, per filter of an UNSUBSCRIBE, synchronous: a string replaces the filter */
+  'client.unsubscribe': (client: ClientInfo, topic: string) => string | undefined
+  /** a session ended: a clean session's client went, a persistent one expired or was discarded by a clean start */
+  'session.terminated': (client: ClientInfo, reason: string) => void
   'session.subscribed': (client: ClientInfo, topic: string, qos: number) => void
   'session.unsubscribed': (client: ClientInfo, topic: string) => void
-  'message.publish': (message: MessageInfo) => void
+  /** fold, for each message on its way in except the node's own `$SYS/` ones, before the ACL */
+  'message.publish': (message: PublishMessage) => PublishAnswer | Promise<PublishAnswer>
   'message.delivered': (client: ClientInfo, message: MessageInfo) => void
   'message.acked': (client: ClientInfo, message: MessageInfo) => void
   'message.dropped': (message: MessageInfo, reason: string, client?: ClientInfo) => void
@@ -102,3 +150,6 @@ export interface HookHandlers {
 export type HookName = keyof HookHandlers
 
 export const CHAIN_HOOKS = ['client.authenticate', 'client.check_acl', 'client.enhanced_auth'] as const satisfies readonly HookName[]
+
+/** Hooks whose handlers' answers change what goes on (lib/hooks/folds.ts runs them). */
+export const FOLD_HOOKS = ['message.publish', 'client.subscribe', 'client.unsubscribe'] as const satisfies readonly HookName[]

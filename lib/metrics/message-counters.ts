@@ -19,7 +19,7 @@
 import type { Aedes, AedesPublishPacket, Client } from 'aedes'
 import type { RetainedMessages } from '../engine/retained.js'
 import { enginePersistence, observeUnrouted, onMessageDropped } from '../engine/internals.js'
-import { PUBLISH_DENIALS } from '../engine/callbacks.js'
+import { PUBLISH_DENIALS, PublishStop } from '../engine/callbacks.js'
 import type { Metrics } from './metrics.js'
 
 const SYS = '$SYS/'
@@ -58,7 +58,7 @@ export function countMessages (engine: Aedes, retained: RetainedMessages, metric
   onMessageDropped(engine, onDropped)
   const onClientError = (client: Client, err: Error): void => {
     if (err.message === AWAITING_REL_FULL) metrics.dropped(2)
-    else if (client.connected && PUBLISH_DENIALS.has(err)) metrics.dropped(0)
+    else if (client.connected && (PUBLISH_DENIALS.has(err) || err instanceof PublishStop)) metrics.dropped(0)
   }
   engine.on('clientError', onClientError)
 

@@ -31,13 +31,15 @@ export interface ProcessFigures {
 export interface PrometheusSources {
   node: string
   metrics: () => V3Metrics
+  /** the keys plugins count (in `metrics()` too), with their help text */
+  pluginMetrics: () => ReadonlyMap<string, string>
   stats: () => V3Stats
   process: () => Promise<ProcessFigures>
 }
 
 /** `messages/qos2/received` → `broker_messages_qos2_received_total` */
 export function metricName (key: string): string {
-  return `broker_${key.replaceAll('/', '_')}_total`
+  return `broker_${key.replaceAll(/[/.]/g, '_')}_total`
 }
 
 /** `sessions/persistent/count` → `broker_sessions_persistent_count` */
@@ -65,6 +67,7 @@ export class PrometheusExporter {
   #metrics: V3Metrics | null = null
   #stats: V3Stats | null = null
   #process: ProcessFigures | null = null
+  readonly #pluginKeys = new Set<string>()
 
   constructor (private readonly sources: PrometheusSources) {
     this.registry.setDefaultLabels({ node: sources.node })
@@ -99,12 +102,35 @@ export class PrometheusExporter {
     }
   }
 
+  /** Registers the counters plugins added since the last exposition, and drops those of unloaded plugins. */
+  #followPluginMetrics (): void {
+    const wanted = this.sources.pluginMetrics()
+    for (const key of this.#pluginKeys) {
+      if (!wanted.has(key)) {
+        this.registry.removeSingleMetric(metricName(key))
+        this.#pluginKeys.delete(key)
+      }
+    }
+    const metrics = (): V3Metrics | null => this.#metrics
+    for (const [key, help] of wanted) {
+      if (this.#pluginKeys.has(key)) continue
+      this.#pluginKeys.add(key)
+      this.registry.registerMetric(new Counter({
+        name: metricName(key),
+        help,
+        registers: [],
+        collect () { this.reset(); this.inc((metrics() as Record<string, number> | null)?.[key] ?? 0) }
+      }))
+    }
+  }
+
   get contentType (): string {
     return this.registry.contentType
   }
 
   /** The exposition text, from one snapshot of every value. */
   async text (): Promise<string> {
+    this.#followPluginMetrics()
     this.#metrics = this.sources.metrics()
     this.#stats = this.sources.stats()
     this.#process = await this.sources.process()

@@ -143,6 +143,13 @@ export interface Capabilities {
 }
 export type CapabilityName = keyof Capabilities
 
+/** A counter of one load, shown with the node's metrics (SPEC §2.11 keys first) while the plugin is loaded. */
+export interface PluginCounter {
+  /** adds `by` (default 1; a negative or non-finite value is ignored) */
+  inc: (by?: number) => void
+  value: () => number
+}
+
 /** A timer the host clears when the plugin unloads. */
 export interface PluginTimer { cancel: () => void }
 
@@ -174,6 +181,14 @@ export interface PluginContext<C> {
   readonly listeners: {
     /** a listener the plugin serves, listed with the node's (SPEC §2.10); `report` is read at each listing */
     add: (report: () => ListenerRecord) => void
+  }
+  readonly metrics: {
+    /**
+     * A counter listed with the node's metrics (`GET /api/v3/nodes/:node/metrics`, Prometheus as
+     * `broker_<key, / and . as _>_total`) until the plugin unloads. `key`: `[a-z0-9_/.]+`, e.g.
+     * `messages/delayed`; throws for a SPEC metric key or one another loaded plugin counts.
+     */
+    counter: (key: string, help: string) => PluginCounter
   }
   readonly alarms: {
     /** false when it is raised already */

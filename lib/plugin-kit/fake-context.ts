@@ -8,6 +8,7 @@ import type { ClientInfo } from '../hooks/types.js'
 import type { CtlCommand } from '../ctl/command.js'
 import { Releases } from '../plugins/releases.js'
 import { pluginTimers } from '../plugins/context.js'
+import { PluginCounters } from '../metrics/plugin-counters.js'
 import type { HookHandlers, HookName } from '../hooks/types.js'
 import type { BrokerActions, NodeQueries, PluginAlarm, PluginContext, PluginRoute, PluginStore, PublishRequest } from './contract.js'
 
@@ -19,6 +20,8 @@ export interface FakeContext<C> extends PluginContext<C> {
   commands: PluginContext<C>['commands'] & { added: Map<string, CtlCommand> }
   /** routes added, as `METHOD path` */
   routes: PluginContext<C>['routes'] & { added: Map<string, PluginRoute> }
+  /** counters the load added, with `values()` (key → value) */
+  metrics: PluginContext<C>['metrics'] & { values: () => Record<string, number> }
   /** alarms raised and not cleared, by id */
   raised: Map<string, PluginAlarm>
   /** the first handler the plugin added for `hook` */
@@ -54,6 +57,7 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
   const raised = new Map<string, PluginAlarm>()
   const commands = new Map<string, CtlCommand>()
   const routes = new Map<string, PluginRoute>()
+  const counters = new PluginCounters()
   let api: object | undefined
   // the client lookups only: unit tests of hook handlers need no more of the node
   const node = {
@@ -92,6 +96,14 @@ export function fakeContext<C> (name: string, config: C, clients: ClientInfo[] =
       added: commands
     },
     listeners: { add: () => {} },
+    metrics: {
+      counter: (key, help) => {
+        const { counter, release } = counters.claim(name, key, help, new Set())
+        releases.push(`metric ${key}`, release)
+        return counter
+      },
+      values: () => counters.values()
+    },
     alarms: {
       raise: (alarm) => {
         if (raised.has(alarm.id)) return false

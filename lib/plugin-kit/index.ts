@@ -3,7 +3,7 @@
 // types, broker_ctl command helpers, and what auth and ACL plugins share:
 // query templates, password hashes, backend pools and their health, ACL rules.
 export * from './contract.js'
-export type { AclAccess, AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, ClientInfo, Decision, EnhancedAuthAnswer, EnhancedAuthRequest, HookHandlers, HookName, MessageInfo } from '../hooks/types.js'
+export type { AclAccess, AuthenticateAnswer, AuthenticateRequest, CheckAclRequest, ClientInfo, ConnectInfo, Decision, EnhancedAuthAnswer, EnhancedAuthRequest, HookHandlers, HookName, MessageInfo, PublishAnswer, PublishMessage, SubscribeAnswer, SubscribeFilter } from '../hooks/types.js'
 export { CtlError, output, usageError, type CtlCommand, type CtlOutput, type UsageLine } from '../ctl/command.js'
 export type { Logger } from '../log.js'
 export type { ListenerRecord } from '../service/operations.js'

@@ -12,6 +12,10 @@ import { configItemKeys, liveKeys, type BrokerActions, type BrokerPlugin, type C
 import type { RetainedMessages } from '../engine/retained.js'
 import type { PluginRoutes } from './plugin-routes.js'
 import { Releases } from './releases.js'
+import { METRIC_KEYS } from '../metrics/metrics.js'
+import type { PluginCounters } from '../metrics/plugin-counters.js'
+
+const RESERVED_METRICS: ReadonlySet<string> = new Set([...METRIC_KEYS, 'packets/disconnect'])
 
 /** What the host shares with every load. */
 export interface ContextDeps {
@@ -21,6 +25,8 @@ export interface ContextDeps {
   /** the listeners plugins serve (SPEC §2.10), read at each listing */
   listeners: Set<() => ListenerRecord>
   alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
+  /** the counters plugins add to the node's metrics */
+  counters: PluginCounters
   /** the node's settings */
   config: Config
   service: NodeOperations
@@ -90,6 +96,13 @@ export class PluginLoad<C> {
           const entry = (): ListenerRecord => report()
           deps.listeners.add(entry)
           releases.push('listener', () => { deps.listeners.delete(entry) })
+        }
+      },
+      metrics: {
+        counter: (key, help) => {
+          const { counter, release } = deps.counters.claim(name, key, help, RESERVED_METRICS)
+          releases.push(`metric ${key}`, release)
+          return counter
         }
       },
       alarms: alarms(deps, releases),

@@ -15,6 +15,7 @@ import type { ListenerRecord, NodeOperations } from '../service/operations.js'
 import { configItemKeys, type BrokerPlugin, type PluginAlarm, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
 import type { RetainedMessages } from '../engine/retained.js'
 import { PluginLoad } from './context.js'
+import type { PluginCounters } from '../metrics/plugin-counters.js'
 import { PluginRoutes } from './plugin-routes.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
 import { configItemValue, readPluginConfig, validatePluginConfig } from './plugin-config.js'
@@ -54,6 +55,8 @@ export interface PluginHostOptions {
   retained: Pick<RetainedMessages, 'slot'>
   /** the node's alarms (observability) */
   alarms: { raise: (alarm: PluginAlarm) => boolean, clear: (id: string) => boolean }
+  /** the counters plugins add to the node's metrics (observability) */
+  counters: PluginCounters
 }
 
 const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
@@ -276,9 +279,9 @@ export class PluginHost {
 
   async #start (name: string, config: unknown): Promise<void> {
     const plugin = await this.#module(name)
-    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, retained } = this.options
+    const { hooks, commands, logger, service, config: nodeConfig, publish, root, alarms, counters, retained } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, config: nodeConfig, service, publish, store, retained, logger, root })
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, store, retained, logger, root })
     try {
       await plugin.load(load.context)
     } catch (err) {

@@ -1,7 +1,10 @@
 // What may be done to the broker's traffic on someone's behalf: publish as
 // the node, subscribe or unsubscribe a connected client, end a connection.
 import type { Aedes } from 'aedes'
+import { PublishStop } from '../engine/callbacks.js'
 import { engineSubscribe, engineUnsubscribe } from '../engine/internals.js'
+import { foldPublish, isStopped } from '../hooks/folds.js'
+import type { HookRegistry } from '../hooks/registry.js'
 import { noteDisconnectReason } from '../hooks/engine-events.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { OperationContext } from './context.js'
@@ -11,10 +14,28 @@ import { validTopicFilter, validTopicName } from './topic-validation.js'
 /** What a caller publishes as the node (SPEC §4.3); `clientId` names the publisher (default `http`). */
 export interface ApiPublishRequest { topic: string, payload?: string | Buffer, qos?: 0 | 1 | 2, retain?: boolean, clientId?: string }
 
-/** Publishes as the node: no client, no ACL check; resolves once the engine has taken it. */
-export async function publishAsNode (engine: Aedes, { topic, payload = '', qos = 0, retain = false }: ApiPublishRequest): Promise<void> {
+const ALWAYS = (): boolean => true
+
+/**
+ * Publishes as the node: no client, no ACL check; resolves once the engine has
+ * taken it. It goes through `message.publish` first (not the node's own
+ * `$SYS/` notices); a handler's stop resolves quietly when it took the message
+ * in (below 0x80) and rejects with a `PublishStop` when it refused it.
+ */
+export async function publishAsNode (engine: Aedes, hooks: HookRegistry, request: ApiPublishRequest): Promise<void> {
+  const { qos = 0 } = request
+  let { topic, retain = false } = request
+  let payload: Buffer = Buffer.from(request.payload ?? '')
+  if (hooks.has('message.publish') && !topic.startsWith('$SYS/')) {
+    const result = await foldPublish(hooks, { topic, payload, qos, retain, authorize: ALWAYS })
+    if (isStopped(result)) {
+      if (result.stop < 0x80) return
+      throw new PublishStop(result.stop, result.reason)
+    }
+    ({ topic, payload, retain } = result)
+  }
   await new Promise<void>((resolve, reject) => {
-    engine.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
+    engine.publish({ cmd: 'publish', topic, payload, qos, retain, dup: false }, (err?: Error | null) => err ? reject(err) : resolve())
   })
 }
 
@@ -45,7 +66,12 @@ export function brokerActions (context: OperationContext): BrokerActions {
   return {
     publish: async (request) => {
       if (!validTopicName(request.topic)) throw new ServiceError('bad_topic', `bad topic name ${JSON.stringify(request.topic)}`)
-      await publishAsNode(parts.engine, request)
+      try {
+        await publishAsNode(parts.engine, parts.hooks, request)
+      } catch (err) {
+        if (!(err instanceof PublishStop)) throw err
+        throw new ServiceError('bad_value', `${err.message} (reason code 0x${err.reasonCode.toString(16)})`)
+      }
     },
     subscribe: async (clientId, topic, qos) => {
       filterOf(topic)

@@ -3,6 +3,7 @@
 import type { Aedes } from 'aedes'
 import type { AccessControl } from '../access/access-control.js'
 import type { BannedList } from '../access/banned.js'
+import type { HookRegistry } from '../hooks/registry.js'
 import type { Config } from '../config/store.js'
 import { engineClient, engineClients, type EngineClient } from '../engine/internals.js'
 import type { SessionQueues } from '../engine/session-queue.js'
@@ -19,6 +20,8 @@ import { ClientTracking } from './client-tracking.js'
 export interface NodeParts {
   config: Config
   engine: Aedes
+  /** the hook points: the node's own publishes go through `message.publish` too */
+  hooks: HookRegistry
   access: AccessControl
   banned: BannedList
   queues: SessionQueues

@@ -24,6 +24,7 @@ import type { Logger } from '../log.js'
 import { ByteCounter } from '../metrics/bytes.js'
 import { countMessages } from '../metrics/message-counters.js'
 import { Metrics, type V3Metrics } from '../metrics/metrics.js'
+import { PluginCounters } from '../metrics/plugin-counters.js'
 import { PrometheusExporter, type ProcessFigures } from '../metrics/prometheus.js'
 import { RouteTable } from '../metrics/routes.js'
 import { SessionCounters } from '../metrics/session-counters.js'
@@ -53,6 +54,8 @@ export class Observability {
   readonly startedAt = Date.now()
   readonly bytes = new ByteCounter()
   readonly metrics = new Metrics(this.bytes)
+  /** counters plugins add (`ctx.metrics.counter`) */
+  readonly pluginCounters = new PluginCounters()
   readonly stats = new Stats()
   readonly routes = new RouteTable()
   readonly alarms: Alarms
@@ -88,6 +91,7 @@ export class Observability {
     this.prometheus = new PrometheusExporter({
       node: config.get('node.name'),
       metrics: () => this.metricsV3(),
+      pluginMetrics: () => this.pluginCounters.helps(),
       stats: () => this.statsV3(),
       process: async () => await this.#processFigures()
     })
@@ -178,12 +182,13 @@ export class Observability {
     engine.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos, retain, dup: false }, () => {})
   }
 
+  /** SPEC §2.11's keys, then the counters loaded plugins add */
   metricsV3 (): V3Metrics {
-    return this.metrics.toV3()
+    return { ...this.metrics.toV3(), ...this.pluginCounters.values() }
   }
 
   metricsV2 (): Record<string, number> {
-    return this.metrics.toV2()
+    return { ...this.metrics.toV2(), ...this.pluginCounters.values() }
   }
 
   statsV3 (): V3Stats {
