@@ -34,10 +34,14 @@ export class Target {
     const dataDir = await tempDir('broker-fuzz-')
     const wsPort = await freePort()
     const apiPort = options.api === true ? await freePort() : undefined
-    const plugins: Record<string, Record<string, string>> = apiPort === undefined ? {} : {
-      // the fuzzer sends wrong credentials on purpose: with the failed-login limit on, its own checks would be
-      // refused 429 once the budget is spent (test/44 holds the limit itself)
-      broker_management: { 'management.listener.http': `127.0.0.1:${apiPort}`, 'management.login_rate': '0' }
+    const plugins: Record<string, Record<string, string>> = {
+      // as a new install: retained PUBLISHes are kept (and read back on SUBSCRIBE) by the retainer
+      broker_retainer: {},
+      ...(apiPort === undefined ? {} : {
+        // the fuzzer sends wrong credentials on purpose: with the failed-login limit on, its own checks would be
+        // refused 429 once the budget is spent (test/44 holds the limit itself)
+        broker_management: { 'management.listener.http': `127.0.0.1:${apiPort}`, 'management.login_rate': '0' }
+      })
     }
     const etcDir = await writePluginFiles(dataDir, plugins)
     const broker = await spawnBroker(dataDir, { 'listener.ws.external': `127.0.0.1:${wsPort}`, 'plugins.etc_dir': etcDir, 'log.console.level': 'info' })
