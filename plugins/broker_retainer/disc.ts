@@ -58,7 +58,7 @@ export class DiscStorage implements Storage {
   }
 
   async * scan (accept: (topic: string) => boolean): AsyncGenerator<RetainedMessage> {
-    for (const topic of [...this.#index.keys()]) {
+    for (const topic of this.#index.keys()) {
       if (!accept(topic)) continue
       const message = await this.get(topic)
       if (message !== undefined) yield message
