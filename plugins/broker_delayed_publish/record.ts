@@ -68,14 +68,14 @@ export function isId (id: string): boolean {
   return ID.test(id)
 }
 
-const KEYS = new Set(['v', 'topic', 'payload', 'qos', 'retain', 'properties', 'from_clientid', 'from_username', 'node', 'delay', 'publish_at', 'expected_at'])
-const PROPERTY_KEYS = new Set(['payloadFormatIndicator', 'messageExpiryInterval', 'contentType', 'responseTopic', 'correlationData', 'userProperties'])
+const KEYS: readonly string[] = Object.freeze(['v', 'topic', 'payload', 'qos', 'retain', 'properties', 'from_clientid', 'from_username', 'node', 'delay', 'publish_at', 'expected_at'])
+const PROPERTY_KEYS: readonly string[] = Object.freeze(['payloadFormatIndicator', 'messageExpiryInterval', 'contentType', 'responseTopic', 'correlationData', 'userProperties'])
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 const isWhole = (value: unknown, max: number): value is number => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= max
 const isBase64 = (value: unknown): value is string => typeof value === 'string' && BASE64.test(value)
-const unknownKey = (record: Record<string, unknown>, known: Set<string>): string | undefined => Object.keys(record).find((key) => !known.has(key))
+const unknownKey = (record: Record<string, unknown>, known: readonly string[]): string | undefined => Object.keys(record).find((key) => !known.includes(key))
 
 /**
  * Why a value read back is not a stored record; undefined when it is one.
