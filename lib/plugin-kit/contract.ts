@@ -40,7 +40,6 @@ export interface PublishRequest {
   properties?: PublishProperties
 }
 
-
 /** An alarm a plugin raises (SPEC §2.18; shown by the API and `$SYS/brokers/<node>/alarms/…`). */
 export interface PluginAlarm {
   /** unique per node; the host clears a plugin's alarms when it unloads */

@@ -211,3 +211,15 @@ t.test('a restart keeps the delayed messages: one that fell due while the node w
   t.same(await second.node.commands.run(['delayed', 'delete', junkId]), { text: 'ok', data: { deleted: junkId } }, 'an operator can delete a malformed record')
   t.equal(got.arrivals.length, 2, 'each once')
 })
+
+t.test('a mounted publisher: the message goes out under its mountpoint', async (t) => {
+  const mounted = await startPluginNode({ plugin: PLUGIN, withApi: true, node: { 'zone.external.mountpoint': 'tenant/' } })
+  t.teardown(mounted.stop)
+  const sub = await mounted.mqtt({ clientId: 'm-sub', protocolVersion: 5 })
+  const got = record(sub)
+  await sub.subscribeAsync('x/#', { qos: 1 })
+  const pub = await mounted.mqtt({ clientId: 'm-pub', protocolVersion: 5 })
+  t.equal(await ackCode(pub, '$delayed/1/x/y', 'mounted'), 0)
+  t.match(((await mounted.http('GET', '/delayed')).body as Listed).items, [{ topic: 'tenant/x/y' }], 'stored under the mountpoint')
+  t.match(await got.on('x/y'), [{ payload: 'mounted' }], 'a client of the same mountpoint gets it as x/y')
+})

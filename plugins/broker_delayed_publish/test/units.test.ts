@@ -4,7 +4,8 @@
 // deletion, restore of what is stored, steps past setTimeout's limit, and two
 // keepers racing over one store for the messages of a node that left.
 import t from 'tap'
-import { fakeContext, memoryStore, type PluginContext, type PublishRequest } from '../../../lib/plugin-kit/testing.js'
+import { clientInfo, fakeContext, memoryStore, type PluginContext, type PublishMessage, type PublishRequest } from '../../../lib/plugin-kit/testing.js'
+import plugin, { type DelayedConfig } from '../index.js'
 import { DueIndex } from '../due-index.js'
 import { DelayedMessages, type KeeperDeps } from '../keeper.js'
 import { decode, dueOf, encode, isId, newId, propertiesAt, type DelayedMessage } from '../record.js'
@@ -285,4 +286,46 @@ t.test('a publish that fails puts the record back for the next load', async (t) 
   t.equal((await keeper.list(0, 10)).count, 1, 'back in the store')
   t.equal(keeper.pending, 0, 'not retried by this load')
   t.equal(attempts, 1)
+})
+
+t.test('the plugin on a fake context: the fold, a node that leaves, unload', async (t) => {
+  const map = new Map<string, string>()
+  const now = Date.now()
+  const peers = message({ topic: 'peer/x', node: 'peer@host', publishAt: now, expectedAt: now + 100 })
+  map.set(newId(peers.expectedAt), encode(peers))
+  const ctx = fakeContext('broker_delayed_publish', schema.validate({}).value as DelayedConfig)
+  ;(ctx as { store: unknown }).store = memoryStore(map)
+  ctx.clusterNodes = [ctx.node.name, 'peer@host']
+  await plugin.load(ctx)
+  let unloaded = false
+  t.teardown(async () => { if (!unloaded) await ctx.unload() })
+  const fold = ctx.handler('message.publish')
+  const client = clientInfo({ clientId: 'pub', username: 'u', mountpoint: 'm/' })
+  const publishing = (topic: string, authorize: PublishMessage['authorize'] = () => true): PublishMessage => ({ topic, payload: Buffer.from('p'), qos: 1, retain: false, from: 'pub', client, authorize })
+
+  t.equal(fold(publishing('plain/topic')), undefined, 'another topic: untouched, answered at once (no promise)')
+  t.same(fold(publishing('$delayed/x/y')), { stop: 0x99, reason: 'the delay "x" is not a whole number of seconds from 0 to 4294967' }, 'malformed: at once')
+  t.same(await fold(publishing('$delayed/1/no', async () => false)), { stop: 0x87, reason: 'not authorized to publish to no' }, 'an ACL answered later')
+  t.same(await fold(publishing('$delayed/1/boom', async () => { throw new Error('acl down') })), { stop: 0x87, reason: 'the publish check failed' })
+  t.same(await fold(publishing('$delayed/0/now')), { stop: 0 })
+
+  await until('published at once', () => ctx.published.length === 1)
+  t.match(ctx.published[0], { topic: 'm/now', qos: 1, retain: false }, 'under the publisher\'s mountpoint')
+  t.same(map.size, 1, 'the peer\'s message waits for the peer')
+
+  ctx.clusterNodes = [ctx.node.name]
+  ctx.nodeLeft('peer@host')
+  await until('the peer\'s message published here', () => ctx.published.length === 2)
+  t.equal(ctx.published[1].topic, 'peer/x')
+
+  await ctx.unload()
+  unloaded = true
+  t.equal(ctx.registrations(), 0, 'everything released')
+
+  const broken = fakeContext('broker_delayed_publish', schema.validate({}).value as DelayedConfig)
+  broken.store.put = async () => { throw new Error('disk full') }
+  broken.logger.error = () => {}
+  await plugin.load(broken)
+  t.teardown(async () => { await broken.unload() })
+  t.same(await broken.handler('message.publish')(publishing('$delayed/5/x')), { stop: 0x80, reason: 'not stored' }, 'a store that fails: 0x80')
 })
