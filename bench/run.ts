@@ -2,7 +2,8 @@
 // and then the broker, each on a fresh server process with two fresh client
 // workers, and prints the figures and the broker's ratios to the other two
 // (broker / bare, broker / mosquitto); then the cluster
-// section (fan-in on one node, on a Redis cluster, across two nodes) and the
+// section (fan-in on one node, on a Redis cluster, across two nodes), the
+// web-hook section (the cost of broker_web_hook posting every message) and the
 // acl-chain section (allocation of the ACL check with a plugin). See
 // bench/README.md.
 import { readFileSync } from 'node:fs'
@@ -11,6 +12,7 @@ import { CLUSTER_SECTION, runClusterSection, SETUPS, type ClusterResults } from 
 import { Worker } from './pool.js'
 import { scenarios, type Context, type Metric, type Scenario } from './scenarios.js'
 import { killAllNow, onPath, Server, type ServerKind } from './servers.js'
+import { HOOK_LOADS, HOOK_SETUPS, runWebHookSection, WEB_HOOK_SECTION, type WebHookResults } from './web-hook.js'
 
 const WORKERS = 2
 const LABELS: Record<ServerKind, string> = { bare: 'bare aedes', mosquitto: 'mosquitto', broker: 'broker' }
@@ -33,16 +35,21 @@ function openFileLimit (): number {
   return match === null || match[1] === 'unlimited' ? Infinity : Number(match[1])
 }
 
-/** The scenarios of the table and whether the cluster and acl-chain sections run, as BENCH_ONLY says. */
-function selectScenarios (): { selected: Scenario[], cluster: boolean, aclChain: boolean } {
+/** The scenarios of the table and whether the cluster, web-hook and acl-chain sections run, as BENCH_ONLY says. */
+function selectScenarios (): { selected: Scenario[], cluster: boolean, webHook: boolean, aclChain: boolean } {
   const only = process.env.BENCH_ONLY
-  if (only === undefined || only === '') return { selected: scenarios, cluster: true, aclChain: true }
+  if (only === undefined || only === '') return { selected: scenarios, cluster: true, webHook: true, aclChain: true }
   const names = only.split(',').map((s) => s.trim())
-  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, ACL_CHAIN_SECTION]
+  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, WEB_HOOK_SECTION, ACL_CHAIN_SECTION]
   for (const name of names) {
     if (!known.includes(name)) throw new Error(`BENCH_ONLY=${only}: no scenario ${name} (have ${known.join(', ')})`)
   }
-  return { selected: scenarios.filter((s) => names.includes(s.name)), cluster: names.includes(CLUSTER_SECTION), aclChain: names.includes(ACL_CHAIN_SECTION) }
+  return {
+    selected: scenarios.filter((s) => names.includes(s.name)),
+    cluster: names.includes(CLUSTER_SECTION),
+    webHook: names.includes(WEB_HOOK_SECTION),
+    aclChain: names.includes(ACL_CHAIN_SECTION)
+  }
 }
 
 async function runOnce (scenario: Scenario, kind: ServerKind, base: Omit<Context, 'server' | 'workers'>): Promise<Figures> {
@@ -104,6 +111,21 @@ function printCluster (seconds: number, cluster: ClusterResults): void {
     'sent msg/s well above msg/s: deliveries stalled and the publishers\' window was reset (see bench/README.md).\n')
 }
 
+function printWebHook (seconds: number, results: WebHookResults): void {
+  process.stdout.write(`\n${WEB_HOOK_SECTION}: broker_web_hook posting every message.publish, ${seconds} s per run, each on a fresh node\n\n`)
+  const lines = [['load', 'setup', 'msg/s', 'ratio', 'cpu us/msg', 'posted/s', 'dropped', 'failed']]
+  for (const load of HOOK_LOADS) {
+    for (const { key, title } of HOOK_SETUPS) {
+      const run = results[load.key][key]
+      const ratio = key === 'off' ? (run === null ? undefined : 1) : results[load.key].ratio[key] ?? undefined
+      lines.push([load.title, title, format(run?.['msg/s'], 0), format(ratio, 2), format(run?.['cpu us/msg'], 1), format(run?.['posted/s'], 0), format(run?.dropped, 0), format(run?.failed, 0)])
+    }
+  }
+  writeColumns(lines, 2)
+  process.stdout.write('\nratio = msg/s / msg/s of the same load without the plugin (1 = no cost; the issue\'s target: above 0.90 with a live endpoint, 1 when it is down). ' +
+    'posted/s: POSTs the endpoint answered; dropped: events the full queue refused (webhook/dropped). See bench/README.md.\n')
+}
+
 function printAclChain (figures: AclChainFigures): void {
   process.stdout.write(`\n${ACL_CHAIN_SECTION}: the broker's ACL check of one PUBLISH, in-process, one plugin handler answering synchronously\n\n`)
   const lines = [['case', 'bytes/op', 'ops/s'],
@@ -116,7 +138,7 @@ function printAclChain (figures: AclChainFigures): void {
 async function main (): Promise<number> {
   const seconds = positiveNumber('BENCH_SECONDS', 5, false)
   let connections = positiveNumber('BENCH_CONNECTIONS', 2000, true)
-  const { selected, cluster: runCluster, aclChain: runAclChain } = selectScenarios()
+  const { selected, cluster: runCluster, webHook: runWebHook, aclChain: runAclChain } = selectScenarios()
   const notes: string[] = []
   // The server holds every idle connection: keep headroom for its own files.
   const fdCap = openFileLimit() - 200
@@ -160,6 +182,7 @@ async function main (): Promise<number> {
   }
 
   const cluster = runCluster ? await runClusterSection(seconds, base.note, errors) : null
+  const webHook = runWebHook ? await runWebHookSection(seconds, errors) : null
   let aclChain: AclChainFigures | null = null
   if (runAclChain) {
     process.stderr.write(`${ACL_CHAIN_SECTION} ... `)
@@ -179,6 +202,7 @@ async function main (): Promise<number> {
     printTable(rows)
   }
   if (cluster !== null && cluster.skipped === null) printCluster(seconds, cluster)
+  if (webHook !== null) printWebHook(seconds, webHook)
   if (aclChain !== null) printAclChain(aclChain)
   for (const n of notes) process.stdout.write(`note: ${n}\n`)
   for (const e of errors) process.stdout.write(`error: ${e}\n`)
@@ -192,7 +216,7 @@ async function main (): Promise<number> {
       bare: orNull(r.bare), mosquitto: orNull(r.mosquitto), broker: orNull(r.broker), ratio: orNull(r.ratio), ratioMosquitto: orNull(r.ratioMosquitto), lowerIsBetter: r.metric.lowerIsBetter
     }
   }
-  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, aclChain, notes, errors })}\n`)
+  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, webHook, aclChain, notes, errors })}\n`)
   return errors.length === 0 ? 0 : 1
 }
 

@@ -3,7 +3,7 @@
 // resident memory, and keeps the list of every child the runner started so
 // that none outlives it.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
@@ -66,6 +66,13 @@ export function rssKiB (pid: number): number {
   return Number(match[1])
 }
 
+/** CPU time a process has used so far (user + system), in ms, from /proc/<pid>/stat. */
+export function cpuMs (pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
+  // after the command: state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux)
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
 export interface NodeOptions {
   /** For messages, e.g. `cluster node a`; default `broker`. */
   label?: string
@@ -73,6 +80,8 @@ export interface NodeOptions {
   nodeName?: string
   /** Extra `--set key=value` settings, after the defaults. */
   settings?: Record<string, string>
+  /** Plugins loaded at boot, each with its settings (written to `<data dir>/etc/<name>.conf`); default none. */
+  plugins?: Record<string, Record<string, string>>
 }
 
 export class Server {
@@ -84,7 +93,8 @@ export class Server {
   /** Set when the process ended before stop() was called. */
   deathError: Error | null = null
   private readonly exited: Promise<void>
-  private readonly dataDir: string | null
+  /** A broker node's data dir (its broker_ctl socket is there); null for other servers. */
+  readonly dataDir: string | null
   private output = ''
   private stopping = false
 
@@ -127,9 +137,15 @@ export class Server {
     if (kind === 'bare') return await Server.launch('bare aedes', port, process.execPath, [join(ROOT, 'dist', 'bench', 'bare-aedes.js'), String(port)], null)
     if (kind === 'mosquitto') return await Server.startMosquitto(port)
     const dataDir = newTempDir('bench-broker-')
-    // A new install would load broker_management, whose HTTP listener takes port 8080: no plugin at all.
-    writeFileSync(join(dataDir, 'loaded_plugins'), '')
+    // A new install would load broker_management, whose HTTP listener takes port 8080: only the plugins asked for.
+    const plugins = options.plugins ?? {}
+    writeFileSync(join(dataDir, 'loaded_plugins'), Object.keys(plugins).map((name) => `${name}.\n`).join(''))
+    mkdirSync(join(dataDir, 'etc'))
+    for (const [name, values] of Object.entries(plugins)) {
+      writeFileSync(join(dataDir, 'etc', `${name}.conf`), Object.entries(values).map(([k, v]) => `${k} = ${v}\n`).join(''))
+    }
     const settings: Record<string, string> = {
+      'plugins.etc_dir': join(dataDir, 'etc'),
       'listener.tcp.external': `127.0.0.1:${port}`,
       'listener.ssl.external': 'off',
       'listener.ws.external': 'off',
@@ -151,6 +167,29 @@ export class Server {
     const conf = join(dir, 'mosquitto.conf')
     writeFileSync(conf, [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'log_dest stderr', 'log_type error', ''].join('\n'))
     return await Server.launch('mosquitto', port, 'mosquitto', ['-c', conf], dir)
+  }
+
+  /** The web hook endpoint of the `web-hook` section (bench/hook-endpoint.ts) on 127.0.0.1:<port>. */
+  static async startHookEndpoint (): Promise<Server> {
+    const port = await freePort()
+    return await Server.launch('web hook endpoint', port, process.execPath, [join(ROOT, 'dist', 'bench', 'hook-endpoint.js'), String(port)], null)
+  }
+
+  /** A broker node's `broker_ctl <argv>` answer (its data, as `--json` shows it), through the node's control socket. */
+  async ctl (argv: string[]): Promise<unknown> {
+    if (this.dataDir === null) throw new Error(`${this.label} is not a broker node`)
+    const socket = net.connect(join(this.dataDir, 'broker_ctl.sock'))
+    let text = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => { text += chunk })
+    socket.write(JSON.stringify({ argv }) + '\n')
+    await new Promise<void>((resolve, reject) => {
+      socket.once('close', () => resolve())
+      socket.once('error', reject)
+    })
+    const answer = JSON.parse(text) as { ok: boolean, data?: unknown, error?: string }
+    if (!answer.ok) throw new Error(`broker_ctl ${argv.join(' ')}: ${answer.error ?? 'failed'}`)
+    return answer.data
   }
 
   /** redis-server on 127.0.0.1, a free port and a temp dir, never writing a snapshot. Check onPath('redis-server') first. */
