@@ -96,34 +96,16 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
       ({ action: 'client_disconnected', node, ...client(c), reason, disconnected_at: at }))
   })
 
-  const subscribeTest = test('client.subscribe')
-  add('client.subscribe', (c, filter) => {
-    if (!subscribeTest(filter.topic)) return undefined
-    const { topic, qos } = filter
-    return queue('client.subscribe', c.clientId, sizeOf(c, topic), () =>
-      ({ action: 'client_subscribe', node, ...client(c), topic, opts: { qos } }))
-  })
-
-  const unsubscribeTest = test('client.unsubscribe')
-  add('client.unsubscribe', (c, topic) => {
-    if (!unsubscribeTest(topic)) return undefined
-    return queue('client.unsubscribe', c.clientId, sizeOf(c, topic), () =>
-      ({ action: 'client_unsubscribe', node, ...client(c), topic, opts: {} }))
-  })
-
-  const subscribedTest = test('session.subscribed')
-  add('session.subscribed', (c, topic, qos) => {
-    if (!subscribedTest(topic)) return undefined
-    return queue('session.subscribed', c.clientId, sizeOf(c, topic), () =>
-      ({ action: 'session_subscribed', node, ...client(c), topic, opts: { qos } }))
-  })
-
-  const unsubscribedTest = test('session.unsubscribed')
-  add('session.unsubscribed', (c, topic) => {
-    if (!unsubscribedTest(topic)) return undefined
-    return queue('session.unsubscribed', c.clientId, sizeOf(c, topic), () =>
-      ({ action: 'session_unsubscribed', node, ...client(c), topic }))
-  })
+  // a filter subscribed or unsubscribed: posted when the rules' filter matches it
+  const subscription = (event: EventName, c: ClientInfo, topic: string, opts?: object): undefined => {
+    if (!test(event)(topic)) return undefined
+    return queue(event, c.clientId, sizeOf(c, topic), () =>
+      ({ action: event.replace('.', '_'), node, ...client(c), topic, ...(opts === undefined ? {} : { opts }) }))
+  }
+  add('client.subscribe', (c, { topic, qos }) => subscription('client.subscribe', c, topic, { qos }))
+  add('client.unsubscribe', (c, topic) => subscription('client.unsubscribe', c, topic, {}))
+  add('session.subscribed', (c, topic, qos) => subscription('session.subscribed', c, topic, { qos }))
+  add('session.unsubscribed', (c, topic) => subscription('session.unsubscribed', c, topic))
 
   add('session.terminated', (c, reason) => queue('session.terminated', c.clientId, sizeOf(c), () =>
     ({ action: 'session_terminated', node, ...client(c), reason })))
