@@ -111,8 +111,8 @@ function printCluster (seconds: number, cluster: ClusterResults): void {
     'sent msg/s well above msg/s: deliveries stalled and the publishers\' window was reset (see bench/README.md).\n')
 }
 
-function printWebHook (seconds: number, results: WebHookResults): void {
-  process.stdout.write(`\n${WEB_HOOK_SECTION}: broker_web_hook posting every message.publish, ${seconds} s per run, each on a fresh node\n\n`)
+function printWebHook (seconds: number, rounds: number, results: WebHookResults): void {
+  process.stdout.write(`\n${WEB_HOOK_SECTION}: broker_web_hook posting every message.publish, ${seconds} s per run, each on a fresh node, the median of ${rounds} rounds\n\n`)
   const lines = [['load', 'setup', 'msg/s', 'ratio', 'cpu us/msg', 'posted/s', 'dropped', 'failed']]
   for (const load of HOOK_LOADS) {
     for (const { key, title } of HOOK_SETUPS) {
@@ -182,7 +182,8 @@ async function main (): Promise<number> {
   }
 
   const cluster = runCluster ? await runClusterSection(seconds, base.note, errors) : null
-  const webHook = runWebHook ? await runWebHookSection(seconds, errors) : null
+  const hookRounds = positiveNumber('BENCH_HOOK_ROUNDS', 3, true)
+  const webHook = runWebHook ? await runWebHookSection(seconds, hookRounds, errors) : null
   let aclChain: AclChainFigures | null = null
   if (runAclChain) {
     process.stderr.write(`${ACL_CHAIN_SECTION} ... `)
@@ -202,7 +203,7 @@ async function main (): Promise<number> {
     printTable(rows)
   }
   if (cluster !== null && cluster.skipped === null) printCluster(seconds, cluster)
-  if (webHook !== null) printWebHook(seconds, webHook)
+  if (webHook !== null) printWebHook(seconds, hookRounds, webHook)
   if (aclChain !== null) printAclChain(aclChain)
   for (const n of notes) process.stdout.write(`note: ${n}\n`)
   for (const e of errors) process.stdout.write(`error: ${e}\n`)

@@ -4,7 +4,8 @@
 // run on three fresh broker nodes in turn: without the plugin, with it posting
 // to a live local endpoint (bench/hook-endpoint.ts, its own process), and with
 // it pointed at a port where nothing listens (the queue fills, events are
-// dropped and counted). See bench/README.md.
+// dropped and counted); the three in turn, `rounds` times, each setup's
+// median kept. See bench/README.md.
 import { Worker } from './pool.js'
 import type { Role } from './protocol.js'
 import { range, receivedPerSecond, timedOn } from './scenarios.js'
@@ -84,8 +85,19 @@ async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoi
   }
 }
 
-/** Runs each load on the three setups in turn; progress on stderr, failures into `errors`. */
-export async function runWebHookSection (seconds: number, errors: string[]): Promise<WebHookResults> {
+/** The median run by msg/s (the lower middle of an even count); null when none completed. */
+function median (runs: HookRun[]): HookRun | null {
+  if (runs.length === 0) return null
+  const sorted = [...runs].sort((a, b) => a['msg/s'] - b['msg/s'])
+  return sorted[Math.floor((sorted.length - 1) / 2)]
+}
+
+/**
+ * Runs each load `rounds` times on the three setups in turn (off, live, down,
+ * off, live, down …, so that a change in the machine's load hits all three),
+ * keeping each setup's median run; progress on stderr, failures into `errors`.
+ */
+export async function runWebHookSection (seconds: number, rounds: number, errors: string[]): Promise<WebHookResults> {
   const results = Object.fromEntries(HOOK_LOADS.map(({ key }) => [key, { off: null, live: null, down: null, ratio: { live: null, down: null } }])) as WebHookResults
   let endpoint: Server
   try {
@@ -97,19 +109,23 @@ export async function runWebHookSection (seconds: number, errors: string[]): Pro
   }
   try {
     for (const load of HOOK_LOADS) {
-      for (const { key, title } of HOOK_SETUPS) {
-        process.stderr.write(`${WEB_HOOK_SECTION} ${load.key}, ${title} ... `)
-        try {
-          const run = await runOne(load, key, endpoint, seconds)
-          results[load.key][key] = run
-          const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, `}${run.dropped} dropped, ${run.failed ?? 0} failed`
-          process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s, ${run['cpu us/msg'].toFixed(1)} cpu us/msg${extra}\n`)
-        } catch (err) {
-          const message = err instanceof Error ? err.message : String(err)
-          process.stderr.write(`failed: ${message}\n`)
-          errors.push(`${WEB_HOOK_SECTION} ${load.key}, ${title}: ${message}`)
+      const runs: Record<HookSetup, HookRun[]> = { off: [], live: [], down: [] }
+      for (let round = 1; round <= rounds; round++) {
+        for (const { key, title } of HOOK_SETUPS) {
+          process.stderr.write(`${WEB_HOOK_SECTION} ${load.key}, ${title}, round ${round}/${rounds} ... `)
+          try {
+            const run = await runOne(load, key, endpoint, seconds)
+            runs[key].push(run)
+            const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, `}${run.dropped} dropped, ${run.failed ?? 0} failed`
+            process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s, ${run['cpu us/msg'].toFixed(1)} cpu us/msg${extra}\n`)
+          } catch (err) {
+            const message = err instanceof Error ? err.message : String(err)
+            process.stderr.write(`failed: ${message}\n`)
+            errors.push(`${WEB_HOOK_SECTION} ${load.key}, ${title}, round ${round}: ${message}`)
+          }
         }
       }
+      for (const { key } of HOOK_SETUPS) results[load.key][key] = median(runs[key])
       const off = results[load.key].off?.['msg/s']
       const ratio = (setup: HookSetup): number | null => {
         const value = results[load.key][setup]?.['msg/s']

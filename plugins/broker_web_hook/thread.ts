@@ -67,7 +67,7 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
   })
   const lanes: Lane[] = Array.from({ length: settings.poolSize }, () => ({ items: [], head: 0, busy: false }))
   const shared = settings.shared
-  const state = { stopped: false, started: 0, outageSince: -1, sent: 0, failed: 0, why: undefined as string | undefined, report: undefined as NodeJS.Immediate | undefined }
+  const state = { stopped: false, started: 0, outageSince: -1, sent: 0, failed: 0, why: undefined as string | undefined, report: undefined as NodeJS.Timeout | undefined }
   const pauses = new Set<{ timer: NodeJS.Timeout, wake: () => void }>()
 
   // FNV-1a over the UTF-16 code units: a cheap, stable spread of client ids over the lanes
@@ -93,7 +93,8 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
       state.failed++
       state.why ??= why
     }
-    state.report ??= setImmediate(report)
+    // outcomes go back in batches: each message wakes the node's thread
+    state.report ??= setTimeout(report, 20)
   }
 
   /** One POST; the answer's status, or an Error when there is none. */
@@ -174,7 +175,7 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
 
   return async () => {
     state.stopped = true
-    if (state.report !== undefined) clearImmediate(state.report)
+    clearTimeout(state.report)
     for (const entry of pauses) {
       clearTimeout(entry.timer)
       entry.wake()
