@@ -66,9 +66,14 @@ export function rssKiB (pid: number): number {
   return Number(match[1])
 }
 
-/** CPU time a process has used so far (user + system), in ms, from /proc/<pid>/stat. */
-export function cpuMs (pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
+/**
+ * CPU time a process has used so far (user + system, all its threads), in ms,
+ * from /proc/<pid>/stat; with `mainThread`, only its main thread's (the event
+ * loop), from /proc/<pid>/task/<pid>/stat.
+ */
+export function cpuMs (pid: number, mainThread = false): number {
+  const file = mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`
+  const fields = readFileSync(file, 'utf8').replace(/^.*\) /s, '').split(' ')
   // after the command: state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux)
   return (Number(fields[11]) + Number(fields[12])) * 10
 }

@@ -36,6 +36,8 @@ export interface HookRun {
   'msg/s': number
   /** the node process's CPU time (all its threads) per message, µs: its CPU over the whole run / (msg/s × run seconds) */
   'cpu us/msg': number
+  /** the same for its main thread alone: the event loop that serves MQTT (the delivery thread is another) */
+  'loop us/msg': number
   /** POSTs the live endpoint answered per second over the whole run (live only) */
   'posted/s'?: number
   /** the plugin's webhook/dropped and webhook/failed at the end of the run */
@@ -64,11 +66,13 @@ async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoi
     const before = setup === 'live' ? await endpointCount(endpoint) : 0
     const started = performance.now()
     const cpuBefore = cpuMs(node.pid)
+    const loopBefore = cpuMs(node.pid, true)
     const results = await Promise.race([timedOn(workers, [node.port, node.port], load.roles, seconds), node.died, endpoint.died])
     const cpu = cpuMs(node.pid) - cpuBefore
+    const loop = cpuMs(node.pid, true) - loopBefore
     const rate = receivedPerSecond(results)
     if (rate === 0) throw new Error('no message was received')
-    const run: HookRun = { 'msg/s': rate, 'cpu us/msg': cpu * 1000 / (rate * seconds) }
+    const run: HookRun = { 'msg/s': rate, 'cpu us/msg': cpu * 1000 / (rate * seconds), 'loop us/msg': loop * 1000 / (rate * seconds) }
     if (setup === 'off') return run
     const metrics = await node.ctl(['broker', 'metrics']) as Record<string, number>
     run.dropped = metrics['webhook/dropped'] ?? 0
@@ -117,7 +121,7 @@ export async function runWebHookSection (seconds: number, rounds: number, errors
             const run = await runOne(load, key, endpoint, seconds)
             runs[key].push(run)
             const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, `}${run.dropped} dropped, ${run.failed ?? 0} failed`
-            process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s, ${run['cpu us/msg'].toFixed(1)} cpu us/msg${extra}\n`)
+            process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s, ${run['cpu us/msg'].toFixed(1)} cpu us/msg, ${run['loop us/msg'].toFixed(1)} loop us/msg${extra}\n`)
           } catch (err) {
             const message = err instanceof Error ? err.message : String(err)
             process.stderr.write(`failed: ${message}\n`)
