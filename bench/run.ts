@@ -3,7 +3,8 @@
 // workers, and prints the figures and the broker's ratios to the other two
 // (broker / bare, broker / mosquitto); then the cluster
 // section (fan-in on one node, on a Redis cluster, across two nodes), the
-// gateways section (the same fan-in through broker_stomp vs over MQTT) and the
+// gateways section (the same fan-in through broker_stomp vs over MQTT), the
+// web-hook section (the cost of broker_web_hook posting every message) and the
 // acl-chain section (allocation of the ACL check with a plugin). See
 // bench/README.md.
 import { readFileSync } from 'node:fs'
@@ -13,6 +14,7 @@ import { GATEWAY_RUNS, GATEWAYS_SECTION, runGatewaysSection, type GatewayResults
 import { Worker } from './pool.js'
 import { scenarios, type Context, type Metric, type Scenario } from './scenarios.js'
 import { killAllNow, onPath, Server, type ServerKind } from './servers.js'
+import { HOOK_LOADS, HOOK_SETUPS, runWebHookSection, WEB_HOOK_SECTION, type WebHookResults } from './web-hook.js'
 
 const WORKERS = 2
 const LABELS: Record<ServerKind, string> = { bare: 'bare aedes', mosquitto: 'mosquitto', broker: 'broker' }
@@ -35,12 +37,12 @@ function openFileLimit (): number {
   return match === null || match[1] === 'unlimited' ? Infinity : Number(match[1])
 }
 
-/** The scenarios of the table and whether the cluster, gateways and acl-chain sections run, as BENCH_ONLY says. */
-function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways: boolean, aclChain: boolean } {
+/** The scenarios of the table and whether the cluster, gateways, web-hook and acl-chain sections run, as BENCH_ONLY says. */
+function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways: boolean, webHook: boolean, aclChain: boolean } {
   const only = process.env.BENCH_ONLY
-  if (only === undefined || only === '') return { selected: scenarios, cluster: true, gateways: true, aclChain: true }
+  if (only === undefined || only === '') return { selected: scenarios, cluster: true, gateways: true, webHook: true, aclChain: true }
   const names = only.split(',').map((s) => s.trim())
-  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, GATEWAYS_SECTION, ACL_CHAIN_SECTION]
+  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, GATEWAYS_SECTION, WEB_HOOK_SECTION, ACL_CHAIN_SECTION]
   for (const name of names) {
     if (!known.includes(name)) throw new Error(`BENCH_ONLY=${only}: no scenario ${name} (have ${known.join(', ')})`)
   }
@@ -48,6 +50,7 @@ function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways:
     selected: scenarios.filter((s) => names.includes(s.name)),
     cluster: names.includes(CLUSTER_SECTION),
     gateways: names.includes(GATEWAYS_SECTION),
+    webHook: names.includes(WEB_HOOK_SECTION),
     aclChain: names.includes(ACL_CHAIN_SECTION)
   }
 }
@@ -124,6 +127,22 @@ function printGateways (seconds: number, gateways: GatewayResults): void {
     '(a STOMP SEND is parsed, then published at QoS 1 on an in-process MQTT link; see bench/README.md).\n')
 }
 
+function printWebHook (seconds: number, rounds: number, results: WebHookResults): void {
+  process.stdout.write(`\n${WEB_HOOK_SECTION}: broker_web_hook posting every message.publish, ${seconds} s per run, each on a fresh node, the median of ${rounds} rounds\n\n`)
+  const lines = [['load', 'setup', 'msg/s', 'ratio', 'cpu us/msg', 'loop us/msg', 'posted/s', 'dropped', 'failed']]
+  for (const load of HOOK_LOADS) {
+    for (const { key, title } of HOOK_SETUPS) {
+      const run = results[load.key][key]
+      const ratio = key === 'off' ? (run === null ? undefined : 1) : results[load.key].ratio[key] ?? undefined
+      lines.push([load.title, title, format(run?.['msg/s'], 0), format(ratio, 2), format(run?.['cpu us/msg'], 1), format(run?.['loop us/msg'], 1), format(run?.['posted/s'], 0), format(run?.dropped, 0), format(run?.failed, 0)])
+    }
+  }
+  writeColumns(lines, 2)
+  process.stdout.write('\nratio = msg/s / msg/s of the same load without the plugin (1 = no cost; the issue\'s target: above 0.90 with a live endpoint, 1 when it is down). ' +
+    'cpu us/msg: the node\'s CPU (all threads) per message; loop us/msg: its main thread\'s, the event loop serving MQTT. ' +
+    'posted/s: POSTs the endpoint answered; dropped: events the full queue refused (webhook/dropped). See bench/README.md.\n')
+}
+
 function printAclChain (figures: AclChainFigures): void {
   process.stdout.write(`\n${ACL_CHAIN_SECTION}: the broker's ACL check of one PUBLISH, in-process, one plugin handler answering synchronously\n\n`)
   const lines = [['case', 'bytes/op', 'ops/s'],
@@ -136,7 +155,7 @@ function printAclChain (figures: AclChainFigures): void {
 async function main (): Promise<number> {
   const seconds = positiveNumber('BENCH_SECONDS', 5, false)
   let connections = positiveNumber('BENCH_CONNECTIONS', 2000, true)
-  const { selected, cluster: runCluster, gateways: runGateways, aclChain: runAclChain } = selectScenarios()
+  const { selected, cluster: runCluster, gateways: runGateways, webHook: runWebHook, aclChain: runAclChain } = selectScenarios()
   const notes: string[] = []
   // The server holds every idle connection: keep headroom for its own files.
   const fdCap = openFileLimit() - 200
@@ -181,6 +200,8 @@ async function main (): Promise<number> {
 
   const cluster = runCluster ? await runClusterSection(seconds, base.note, errors) : null
   const gateways = runGateways ? await runGatewaysSection(seconds, errors) : null
+  const hookRounds = positiveNumber('BENCH_HOOK_ROUNDS', 3, true)
+  const webHook = runWebHook ? await runWebHookSection(seconds, hookRounds, errors) : null
   let aclChain: AclChainFigures | null = null
   if (runAclChain) {
     process.stderr.write(`${ACL_CHAIN_SECTION} ... `)
@@ -201,6 +222,7 @@ async function main (): Promise<number> {
   }
   if (cluster !== null && cluster.skipped === null) printCluster(seconds, cluster)
   if (gateways !== null) printGateways(seconds, gateways)
+  if (webHook !== null) printWebHook(seconds, hookRounds, webHook)
   if (aclChain !== null) printAclChain(aclChain)
   for (const n of notes) process.stdout.write(`note: ${n}\n`)
   for (const e of errors) process.stdout.write(`error: ${e}\n`)
@@ -214,7 +236,7 @@ async function main (): Promise<number> {
       bare: orNull(r.bare), mosquitto: orNull(r.mosquitto), broker: orNull(r.broker), ratio: orNull(r.ratio), ratioMosquitto: orNull(r.ratioMosquitto), lowerIsBetter: r.metric.lowerIsBetter
     }
   }
-  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, gateways, aclChain, notes, errors })}\n`)
+  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, gateways, webHook, aclChain, notes, errors })}\n`)
   return errors.length === 0 ? 0 : 1
 }
 

@@ -66,6 +66,18 @@ export function rssKiB (pid: number): number {
   return Number(match[1])
 }
 
+/**
+ * CPU time a process has used so far (user + system, all its threads), in ms,
+ * from /proc/<pid>/stat; with `mainThread`, only its main thread's (the event
+ * loop), from /proc/<pid>/task/<pid>/stat.
+ */
+export function cpuMs (pid: number, mainThread = false): number {
+  const file = mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`
+  const fields = readFileSync(file, 'utf8').replace(/^.*\) /s, '').split(' ')
+  // after the command: state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux)
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
 export interface NodeOptions {
   /** For messages, e.g. `cluster node a`; default `broker`. */
   label?: string
@@ -86,7 +98,8 @@ export class Server {
   /** Set when the process ended before stop() was called. */
   deathError: Error | null = null
   private readonly exited: Promise<void>
-  private readonly dataDir: string | null
+  /** A broker node's data dir (its broker_ctl socket is there); null for other servers. */
+  readonly dataDir: string | null
   private output = ''
   private stopping = false
 
@@ -160,6 +173,29 @@ export class Server {
     const conf = join(dir, 'mosquitto.conf')
     writeFileSync(conf, [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'log_dest stderr', 'log_type error', ''].join('\n'))
     return await Server.launch('mosquitto', port, 'mosquitto', ['-c', conf], dir)
+  }
+
+  /** The web hook endpoint of the `web-hook` section (bench/hook-endpoint.ts) on 127.0.0.1:<port>. */
+  static async startHookEndpoint (): Promise<Server> {
+    const port = await freePort()
+    return await Server.launch('web hook endpoint', port, process.execPath, [join(ROOT, 'dist', 'bench', 'hook-endpoint.js'), String(port)], null)
+  }
+
+  /** A broker node's `broker_ctl <argv>` answer (its data, as `--json` shows it), through the node's control socket. */
+  async ctl (argv: string[]): Promise<unknown> {
+    if (this.dataDir === null) throw new Error(`${this.label} is not a broker node`)
+    const socket = net.connect(join(this.dataDir, 'broker_ctl.sock'))
+    let text = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => { text += chunk })
+    socket.write(JSON.stringify({ argv }) + '\n')
+    await new Promise<void>((resolve, reject) => {
+      socket.once('close', () => resolve())
+      socket.once('error', reject)
+    })
+    const answer = JSON.parse(text) as { ok: boolean, data?: unknown, error?: string }
+    if (!answer.ok) throw new Error(`broker_ctl ${argv.join(' ')}: ${answer.error ?? 'failed'}`)
+    return answer.data
   }
 
   /** redis-server on 127.0.0.1, a free port and a temp dir, never writing a snapshot. Check onPath('redis-server') first. */

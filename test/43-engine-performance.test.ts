@@ -2,8 +2,10 @@
 // persistent session (answered in seconds, memory bounded, restored after a
 // restart, removed by one UNSUBSCRIBE, its retained messages read in one
 // store scan), `zone.external.max_subscriptions`
-// applied within one SUBSCRIBE, and an MQTT 5 subscriber with topic aliases
-// and a Maximum Packet Size getting each message serialized once.
+// applied within one SUBSCRIBE, an MQTT 5 subscriber with topic aliases
+// and a Maximum Packet Size getting each message serialized once, and a
+// flood of QoS 0 messages that no longer overflows the stack (the mqemitter
+// patch).
 import { readFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import t from 'tap'
@@ -137,4 +139,31 @@ t.test('MQTT 5 subscribers with topic aliases and a Maximum Packet Size: each me
   await big
   t.ok(all.every((messages) => messages.slice(1).every((m) => m.properties?.topicAlias === 1)), 'later messages carry alias 1 only')
   t.ok(encodings <= 2 * MESSAGES + 1, `${encodings} encodings for ${SUBSCRIBERS * MESSAGES} deliveries of ${MESSAGES} messages`)
+})
+
+t.test('a flood of QoS 0 messages: the message bus takes its queue in a loop, not a call per message (mqemitter patch)', async (t) => {
+  const broker = await startBroker()
+  t.teardown(broker.stop)
+  const url = `mqtt://127.0.0.1:${broker.port()}`
+  const sub = await connect(url, { clientId: 'flood-sub' })
+  await sub.subscribeAsync('flood/#', { qos: 0 })
+  let received = 0
+  sub.on('message', () => { received++ })
+  const publishers = await Promise.all(Array.from({ length: 8 }, async (_, i) => await connect(url, { clientId: `flood-pub-${i}` })))
+  t.teardown(async () => await closeAll(sub, ...publishers))
+  // unpatched, the bus's queue (over its 100 messages in flight) was emptied by nested calls: a RangeError
+  // (Maximum call stack size exceeded) took the node down within a second of this
+  const end = Date.now() + 3000
+  await Promise.all(publishers.map(async (client, i) => {
+    while (Date.now() < end) {
+      for (let n = 0; n < 500; n++) client.publish(`flood/${i}`, 'aaaaaaaaaaaaaaaa', { qos: 0 })
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  }))
+  const after = await connect(url, { clientId: 'after-flood' })
+  t.teardown(async () => await closeAll(after))
+  const probe = new Promise((resolve) => sub.on('message', (topic) => { if (topic === 'flood/probe') resolve(topic) }))
+  await after.publishAsync('flood/probe', 'still here', { qos: 1 })
+  t.equal(await probe, 'flood/probe', 'the node still routes')
+  t.ok(received > 0, `the subscriber got messages (${received})`)
 })

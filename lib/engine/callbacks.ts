@@ -57,25 +57,20 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
       const state = owner !== undefined ? detachedState(owner) : client === null ? undefined : clientState(client)
       if (state === undefined) return done(NOT_AUTHENTICATED)
       if (!hooks.has('message.publish')) return checkPublish(state, packet, done)
-      // the fold (topic rewrite, scripts, delayed messages …) runs before the ACL, which checks the topic it made
+      // the fold (topic rewrite, scripts, delayed messages …) runs before the ACL, which checks the topic it made;
+      // the message is one literal (not a spread of messageInfo), and a synchronous fold makes no closure but `authorize`
       const folded = foldPublish(hooks, {
-        ...messageInfo(packet),
+        topic: packet.topic,
+        payload: Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload),
+        qos: packet.qos,
+        retain: packet.retain,
         properties: packet.properties,
         from: state.info.clientId,
         client: state.info,
         authorize: (topic) => access.check(state, 'publish', topic)
       })
-      const go = (result: PublishMessage | Stopped): void => {
-        if (isStopped(result)) return done(new PublishStop(result.stop, result.reason))
-        noteTopicRewrite(packet, packet.topic, result.topic)
-        packet.topic = result.topic
-        packet.payload = result.payload
-        packet.retain = result.retain
-        if (packet.topic.startsWith(SYS_PREFIX)) return done(SYS_RESERVED)
-        checkPublish(state, packet, done)
-      }
-      if (!(folded instanceof Promise)) return go(folded)
-      folded.then(go, () => done(NOT_AUTHORIZED))
+      if (!(folded instanceof Promise)) return afterFold(folded, state, packet, done)
+      folded.then((result) => afterFold(result, state, packet, done), () => done(NOT_AUTHORIZED))
     },
 
     authorizeSubscribe (client, sub, done) {
@@ -133,6 +128,17 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
       const filter = hooks.has('client.unsubscribe') ? foldUnsubscribe(hooks, state.info, topic) : topic
       return mountFilter(state.info.mountpoint, filter)
     }
+  }
+
+  /** Goes on with what `message.publish` made of the packet: its ACL check, or the stop's refusal. */
+  function afterFold (result: PublishMessage | Stopped, state: ClientState, packet: PublishPacket, done: (err?: Error | null) => void): void {
+    if (isStopped(result)) return done(new PublishStop(result.stop, result.reason))
+    noteTopicRewrite(packet, packet.topic, result.topic)
+    packet.topic = result.topic
+    packet.payload = result.payload
+    packet.retain = result.retain
+    if (packet.topic.startsWith(SYS_PREFIX)) return done(SYS_RESERVED)
+    checkPublish(state, packet, done)
   }
 
   function checkPublish (state: ClientState, packet: PublishPacket, done: (err?: Error | null) => void): void {

@@ -1,177 +1,242 @@
-// Posts the queued events to the endpoint: an undici Pool of `pool_size`
-// keep-alive connections (TLS with the web.hook.ssl.* files), one worker per
-// lane of the queue, each posting its lane's events one after the other.
-// A 5xx answer or no answer is retried after a growing pause, at most
-// `retry_times` times; then the event is given up (`webhook/failed`). An
-// event the full queue cannot take is dropped (`webhook/dropped`). While the
-// endpoint does not answer the alarm `broker_web_hook_unavailable` stands
-// (BackendGuard: raised by a failed attempt, cleared by an answer to an
-// attempt started after it). Nothing here ever makes a hook handler wait.
-import { setTimeout as sleep } from 'node:timers/promises'
-import { Pool, type Dispatcher } from 'undici'
-import { BackendGuard, type Logger, type PluginContext } from '../../lib/plugin-kit/index.js'
-import { EventQueue, type Lane, type Pending } from './queue.js'
-import type { TlsFiles } from './settings.js'
+// The node's side of the delivery: the bounded queue and the delivery thread.
+// A hook handler offers an event: if the events waiting or under way (a count
+// and their bytes, shared with the thread) leave room, it joins this turn's
+// batch, else it is dropped (`webhook/dropped`). Every few ms the batch's
+// JSON bodies are written and the batch goes to the delivery thread
+// (thread.ts) in one message; the thread posts them and reports what
+// settled (`webhook/sent`, `webhook/failed`) and when the endpoint stops or
+// starts answering (the alarm `broker_web_hook_unavailable`). Nothing here
+// makes a hook handler wait.
+import { createRequire } from 'node:module'
+import { MessageChannel, Worker } from 'node:worker_threads'
+import * as undici from 'undici'
+import type { Logger, PluginContext } from '../../lib/plugin-kit/index.js'
+import { deliveryThread, type FromThread, type ThreadSettings, type ToThread } from './thread.js'
+
+/** An event to post; its JSON body is written when its batch goes to the thread. */
+export interface Pending {
+  /** the client id the event is about: events of one client are posted in order */
+  key: string
+  /** what it holds while it waits (payload, topic, ids), in bytes */
+  size: number
+  body: () => string
+}
 
 export interface Counter { inc: (by?: number) => void }
 
-export interface DeliveryOptions {
-  url: string
-  /** extra request headers (content-type defaults to application/json) */
-  headers: Record<string, string>
-  tls: TlsFiles & { verify: boolean }
-  poolSize: number
+export interface DeliveryOptions extends Omit<ThreadSettings, 'shared'> {
   queueSize: number
   queueBytes: number
-  /** ms per attempt: connecting, sending, the whole answer */
-  timeout: number
-  retryTimes: number
-  retryInterval: number
-  retryBackoff: number
   counters: { sent: Counter, failed: Counter, dropped: Counter }
   alarms: PluginContext<unknown>['alarms']
   logger: Logger
   plugin: string
+  /** where the delivery runs: a worker thread (default), or this thread (tests: the same code, covered) */
+  thread?: 'worker' | 'inline'
 }
 
-/** An attempt that got no HTTP answer (refused, reset, timed out, TLS refused). */
-class NoAnswer extends Error {}
+/**
+ * How long an event may wait for its batch: each message to the thread (and
+ * back) wakes the other thread, which costs more than the message; one batch
+ * per few ms keeps that a small part of the work at any rate of events.
+ */
+const BATCH_MS = 5
+
+/** Drops and events given up are logged at most this often, with how many since. */
+const LOG_EVERY_MS = 10_000
+
+/** How long after a delivery thread died another is started. */
+const RESTART_MS = 1000
+
+// a CommonJS script, so that the thread starts from the same text under the tests' TypeScript loader and from dist/
+const THREAD_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const undici = require(workerData.undici)
+;(${deliveryThread.toString()})(parentPort, workerData.settings, undici)
+`
+
+interface Thread { send: (message: ToThread) => void, stop: () => Promise<void> }
 
 export class Delivery {
-  readonly queue: EventQueue
   readonly #options: DeliveryOptions
-  readonly #pool: Pool
-  readonly #guard: BackendGuard
-  readonly #path: string
-  readonly #headers: Record<string, string>
-  readonly #stop = new AbortController()
-  /** lanes with new events and no worker yet, started together on the next turn of the event loop */
-  readonly #waking = new Set<Lane>()
-  #wake: NodeJS.Immediate | undefined
-  /** drops since the queue last took an event; the first one is logged */
-  #dropping = 0
+  readonly #shared = new Int32Array(new SharedArrayBuffer(8))
+  readonly #alarmId: string
+  readonly #server: string
+  #thread: Thread | undefined
+  #restart: NodeJS.Timeout | undefined
+  #closed = false
+  #keys: string[] = []
+  #sizes: number[] = []
+  #bodies: Array<() => string> = []
+  #flush: NodeJS.Timeout | undefined
+  /** drops and events given up not logged yet, and when each was last logged (one warning per LOG_EVERY_MS at most) */
+  readonly #unlogged = { dropped: 0, failed: 0, droppedAt: -Infinity, failedAt: -Infinity }
+  #down = false
 
   constructor (options: DeliveryOptions) {
     this.#options = options
-    const url = new URL(options.url)
-    this.#path = `${url.pathname}${url.search}`
-    this.#headers = { 'content-type': 'application/json', ...lowerCased(options.headers) }
-    this.queue = new EventQueue(options.poolSize, options.queueSize, options.queueBytes)
-    const { ca, cert, key, verify } = options.tls
-    this.#pool = new Pool(url.origin, {
-      connections: options.poolSize,
-      pipelining: 1,
-      headersTimeout: options.timeout,
-      bodyTimeout: options.timeout,
-      connect: { timeout: options.timeout, ca, cert, key, rejectUnauthorized: verify }
-    })
-    // the guard's own deadline is a backstop: undici's timeouts end an attempt first
-    this.#guard = new BackendGuard({ plugin: options.plugin, server: url.origin, timeoutMs: 3 * options.timeout + 1000, alarms: options.alarms, logger: options.logger })
+    this.#alarmId = `${options.plugin}_unavailable`
+    this.#server = new URL(options.url).origin
+    this.#thread = this.#start()
   }
 
-  get closed (): boolean {
-    return this.#stop.signal.aborted
+  /** Events waiting or under way. */
+  get queued (): number {
+    return Atomics.load(this.#shared, 0)
+  }
+
+  /** Their bytes. */
+  get queuedBytes (): number {
+    return Atomics.load(this.#shared, 1)
+  }
+
+  /** Whether the queue has room for one more event (of any size but too large a one). */
+  get room (): boolean {
+    return !this.#closed && Atomics.load(this.#shared, 0) < this.#options.queueSize
+  }
+
+  /** Counts an event dropped for want of room. */
+  drop (): void {
+    this.#options.counters.dropped.inc()
+    const unlogged = this.#unlogged
+    unlogged.dropped++
+    const now = Date.now()
+    if (now - unlogged.droppedAt < LOG_EVERY_MS) return
+    this.#options.logger.warn({ dropped: unlogged.dropped, queued: this.queued, bytes: this.queuedBytes }, 'web hook queue full: events dropped (webhook/dropped)')
+    unlogged.dropped = 0
+    unlogged.droppedAt = now
   }
 
   /** Takes an event to post, or drops it (counted) when the queue is full. Never waits. */
   offer (item: Pending): void {
-    if (this.closed) return
-    const lane = this.queue.push(item)
-    if (lane === undefined) {
-      this.#options.counters.dropped.inc()
-      if (this.#dropping++ === 0) {
-        this.#options.logger.warn({ queued: this.queue.count, bytes: this.queue.bytes }, 'web hook queue full: events are dropped until it has room')
-      }
-      return
-    }
-    if (this.#dropping > 0) {
-      this.#options.logger.info({ dropped: this.#dropping }, 'web hook queue takes events again')
-      this.#dropping = 0
-    }
-    if (lane.busy) return
-    lane.busy = true
-    this.#waking.add(lane)
-    this.#wake ??= setImmediate(() => this.#startWorkers())
+    if (this.#closed) return
+    const shared = this.#shared
+    if (Atomics.load(shared, 0) >= this.#options.queueSize || Atomics.load(shared, 1) + item.size > this.#options.queueBytes) return this.drop()
+    Atomics.add(shared, 0, 1)
+    Atomics.add(shared, 1, item.size)
+    this.#keys.push(item.key)
+    this.#sizes.push(item.size)
+    this.#bodies.push(item.body)
+    this.#flush ??= setTimeout(() => this.#send(), BATCH_MS)
   }
 
   /** Stops posting: waiting events are forgotten, requests under way end, the alarm is cleared. */
   async close (): Promise<void> {
-    if (this.closed) return
-    this.#stop.abort()
-    if (this.#wake !== undefined) clearImmediate(this.#wake)
-    const left = this.queue.clear()
+    if (this.#closed) return
+    this.#closed = true
+    clearTimeout(this.#flush)
+    clearTimeout(this.#restart)
+    const left = this.queued
     if (left > 0) this.#options.logger.info({ events: left }, 'web hook unloaded: queued events not posted')
-    this.#guard.close()
-    await this.#pool.destroy()
+    if (this.#down) this.#options.alarms.clear(this.#alarmId)
+    await this.#thread?.stop()
   }
 
-  #startWorkers (): void {
-    this.#wake = undefined
-    for (const lane of this.#waking) void this.#work(lane)
-    this.#waking.clear()
-  }
-
-  async #work (lane: Lane): Promise<void> {
-    try {
-      for (let item = this.queue.take(lane); item !== undefined && !this.closed; item = this.queue.take(lane)) {
-        await this.#post(item)
-      }
-    } finally {
-      lane.busy = false
-    }
-  }
-
-  async #post (item: Pending): Promise<void> {
-    const { counters, logger, retryTimes, retryBackoff } = this.#options
-    let body: string
-    try {
-      body = item.body()
-    } catch (err) {
-      counters.failed.inc()
-      logger.error({ err }, 'web hook event could not be written as JSON')
-      return
-    }
-    let pause = this.#options.retryInterval
-    for (let attempt = 0; ; attempt++) {
-      const result = await this.#guard.run(async () => await this.#attempt(body))
-      if (this.closed) return
-      const status = result.ok ? result.value : 0
-      if (status >= 200 && status < 300) {
-        counters.sent.inc()
-        return
-      }
-      const retryable = !result.ok || status >= 500
-      if (!retryable || attempt >= retryTimes) {
-        counters.failed.inc()
-        const why = result.ok ? { status } : { error: result.error.message }
-        logger.warn({ ...why, attempts: attempt + 1 }, 'web hook event not delivered; given up')
-        return
-      }
+  /** Writes the batch's bodies and hands it to the thread. */
+  #send (): void {
+    this.#flush = undefined
+    const batch = { keys: this.#keys, sizes: this.#sizes, builders: this.#bodies }
+    this.#keys = []
+    this.#sizes = []
+    this.#bodies = []
+    const keys: string[] = []
+    const sizes: number[] = []
+    const bodies: string[] = []
+    for (let i = 0; i < batch.builders.length; i++) {
+      let body: string
       try {
-        await sleep(pause, undefined, { signal: this.#stop.signal })
-      } catch {
-        return
+        body = batch.builders[i]()
+      } catch (err) {
+        this.#options.logger.error({ err }, 'web hook event could not be written as JSON')
+        this.#lose(batch.sizes[i])
+        continue
       }
-      pause *= retryBackoff
+      keys.push(batch.keys[i])
+      sizes.push(batch.sizes[i])
+      bodies.push(body)
+    }
+    if (this.#thread !== undefined) this.#thread.send({ type: 'events', keys, sizes, bodies })
+    else for (const size of sizes) this.#lose(size)
+  }
+
+  /** An event the thread will never see: given up, and taken off the shared count. */
+  #lose (size: number): void {
+    this.#options.counters.failed.inc()
+    Atomics.sub(this.#shared, 0, 1)
+    Atomics.sub(this.#shared, 1, size)
+  }
+
+  #receive (message: FromThread): void {
+    if (this.#closed) return
+    const { counters, logger, alarms } = this.#options
+    if (message.type === 'settled') {
+      counters.sent.inc(message.sent)
+      counters.failed.inc(message.failed)
+      const unlogged = this.#unlogged
+      unlogged.failed += message.failed
+      const now = Date.now()
+      if (unlogged.failed > 0 && now - unlogged.failedAt >= LOG_EVERY_MS) {
+        logger.warn({ url: this.#options.url, failed: unlogged.failed, why: message.why }, 'web hook events given up (webhook/failed)')
+        unlogged.failed = 0
+        unlogged.failedAt = now
+      }
+    } else if (message.type === 'down') {
+      this.#down = true
+      logger.warn({ url: this.#options.url, error: message.error }, `${this.#server} unavailable; web hook events wait, then are dropped, until it answers again`)
+      alarms.raise({ id: this.#alarmId, severity: 'warning', title: `${this.#options.plugin}: ${this.#server} unavailable`, summary: `${this.#server} unavailable: ${message.error}` })
+    } else {
+      this.#down = false
+      logger.info({ url: this.#options.url }, `${this.#server} answers again`)
+      alarms.clear(this.#alarmId)
     }
   }
 
-  /** One POST; resolves with the answer's status, rejects (NoAnswer) when there is none. */
-  #attempt (body: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      let status = 0
-      const handler: Dispatcher.DispatchHandler = {
-        // undici takes a handler of this (v7) form only when it has onRequestStart
-        onRequestStart: () => {},
-        onResponseStart: (_controller, statusCode) => { status = statusCode },
-        onResponseEnd: () => resolve(status),
-        onResponseError: (_controller, error) => reject(new NoAnswer(error.message))
-      }
-      this.#pool.dispatch({ path: this.#path, method: 'POST', headers: this.#headers, body }, handler)
-    })
+  #settings (): ThreadSettings {
+    const { url, headers, tls, poolSize, timeout, retryTimes, retryInterval, retryBackoff } = this.#options
+    return { url, headers, tls, poolSize, timeout, retryTimes, retryInterval, retryBackoff, shared: this.#shared }
   }
-}
 
-function lowerCased (headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]))
+  #start (): Thread {
+    if (this.#options.thread === 'inline') {
+      const { port1, port2 } = new MessageChannel()
+      const stopThread = deliveryThread(port2, this.#settings(), undici)
+      port1.on('message', (message: FromThread) => this.#receive(message))
+      return {
+        send: (message) => port1.postMessage(message),
+        stop: async () => {
+          await stopThread()
+          port1.close()
+        }
+      }
+    }
+    const worker = new Worker(THREAD_SOURCE, {
+      eval: true,
+      // not the tests' TypeScript loader: the script is plain JavaScript
+      execArgv: [],
+      workerData: { undici: createRequire(import.meta.url).resolve('undici'), settings: this.#settings() }
+    })
+    let stopping = false
+    worker.on('message', (message: FromThread) => this.#receive(message))
+    const died = (why: string): void => {
+      if (stopping || this.#closed) return
+      stopping = true
+      const lost = this.queued
+      this.#options.logger.error({ why, lost }, `web hook delivery thread stopped; another starts in ${RESTART_MS}ms`)
+      this.#options.counters.failed.inc(lost)
+      Atomics.store(this.#shared, 0, 0)
+      Atomics.store(this.#shared, 1, 0)
+      this.#thread = undefined
+      void worker.terminate()
+      this.#restart = setTimeout(() => { this.#thread = this.#start() }, RESTART_MS)
+    }
+    worker.on('error', (err) => died(err.message))
+    worker.on('exit', (code) => died(`exit code ${code}`))
+    return {
+      send: (message) => worker.postMessage(message),
+      stop: async () => {
+        stopping = true
+        await worker.terminate()
+      }
+    }
+  }
 }

@@ -5,7 +5,7 @@
 // client.unsubscribe) answer undefined, "go on unchanged".
 import type { ClientInfo, ConnectInfo, HookHandlers, MessageInfo, PublishMessage } from '../../lib/plugin-kit/index.js'
 import { encodePayload, type PayloadEncoding } from './payload.js'
-import type { Pending } from './queue.js'
+import type { Pending } from './delivery.js'
 import type { EventName, TopicTest } from './rules.js'
 
 /** What an event's client is known by in a body. */
@@ -16,6 +16,10 @@ export interface EventSink {
   node: string
   encoding: PayloadEncoding
   offer: (item: Pending) => void
+  /** false when the queue is full: the event is dropped before anything is made for it */
+  room: () => boolean
+  /** counts an event dropped for want of room */
+  drop: () => void
   /** counts one event of this kind (EMQ X's `webhook.<event>` metric) */
   count: (event: EventName) => void
   /** the connection's keepalive (s) and connect time (ms), when the client is connected here */
@@ -38,6 +42,12 @@ const isSys = (topic: string): boolean => topic.startsWith('$SYS/')
 export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, TopicTest>): EventHandlers {
   const { node, encoding } = sink
   const handlers: EventHandlers = {}
+  const full = (event: EventName): boolean => {
+    if (sink.room()) return false
+    sink.count(event)
+    sink.drop()
+    return true
+  }
   const queue = (event: EventName, key: string, size: number, body: () => object): undefined => {
     sink.count(event)
     sink.offer({ key, size, body: () => JSON.stringify(body()) })
@@ -86,34 +96,16 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
       ({ action: 'client_disconnected', node, ...client(c), reason, disconnected_at: at }))
   })
 
-  const subscribeTest = test('client.subscribe')
-  add('client.subscribe', (c, filter) => {
-    if (!subscribeTest(filter.topic)) return undefined
-    const { topic, qos } = filter
-    return queue('client.subscribe', c.clientId, sizeOf(c, topic), () =>
-      ({ action: 'client_subscribe', node, ...client(c), topic, opts: { qos } }))
-  })
-
-  const unsubscribeTest = test('client.unsubscribe')
-  add('client.unsubscribe', (c, topic) => {
-    if (!unsubscribeTest(topic)) return undefined
-    return queue('client.unsubscribe', c.clientId, sizeOf(c, topic), () =>
-      ({ action: 'client_unsubscribe', node, ...client(c), topic, opts: {} }))
-  })
-
-  const subscribedTest = test('session.subscribed')
-  add('session.subscribed', (c, topic, qos) => {
-    if (!subscribedTest(topic)) return undefined
-    return queue('session.subscribed', c.clientId, sizeOf(c, topic), () =>
-      ({ action: 'session_subscribed', node, ...client(c), topic, opts: { qos } }))
-  })
-
-  const unsubscribedTest = test('session.unsubscribed')
-  add('session.unsubscribed', (c, topic) => {
-    if (!unsubscribedTest(topic)) return undefined
-    return queue('session.unsubscribed', c.clientId, sizeOf(c, topic), () =>
-      ({ action: 'session_unsubscribed', node, ...client(c), topic }))
-  })
+  // a filter subscribed or unsubscribed: posted when the rules' filter matches it
+  const subscription = (event: EventName, c: ClientInfo, topic: string, opts?: object): undefined => {
+    if (!test(event)(topic)) return undefined
+    return queue(event, c.clientId, sizeOf(c, topic), () =>
+      ({ action: event.replace('.', '_'), node, ...client(c), topic, ...(opts === undefined ? {} : { opts }) }))
+  }
+  add('client.subscribe', (c, { topic, qos }) => subscription('client.subscribe', c, topic, { qos }))
+  add('client.unsubscribe', (c, topic) => subscription('client.unsubscribe', c, topic, {}))
+  add('session.subscribed', (c, topic, qos) => subscription('session.subscribed', c, topic, { qos }))
+  add('session.unsubscribed', (c, topic) => subscription('session.unsubscribed', c, topic))
 
   add('session.terminated', (c, reason) => queue('session.terminated', c.clientId, sizeOf(c), () =>
     ({ action: 'session_terminated', node, ...client(c), reason })))
@@ -122,7 +114,7 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
   // as in EMQ X, only a message the publisher may publish is posted: the ACL's answer (cached) is asked here,
   // where the fold runs before the node's own check
   add('message.publish', (m: PublishMessage) => {
-    if (isSys(m.topic) || !publishTest(m.topic)) return undefined
+    if (isSys(m.topic) || !publishTest(m.topic) || full('message.publish')) return undefined
     const fields = message(m, m.client)
     const key = m.from ?? ''
     const size = sizeOf({ clientId: key }, m.topic, m.payload)
@@ -137,7 +129,7 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
   const delivered = (event: 'message.delivered' | 'message.acked', action: string): void => {
     const topicTest = test(event)
     add(event, (c: ClientInfo, m: MessageInfo) => {
-      if (isSys(m.topic) || !topicTest(m.topic)) return undefined
+      if (isSys(m.topic) || !topicTest(m.topic) || full(event)) return undefined
       const fields = message(m)
       return queue(event, c.clientId, sizeOf(c, m.topic, m.payload), () =>
         ({ action, node, ...client(c), ...fields() }))
@@ -148,7 +140,7 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
 
   const droppedTest = test('message.dropped')
   add('message.dropped', (m, reason, c) => {
-    if (isSys(m.topic) || !droppedTest(m.topic)) return undefined
+    if (isSys(m.topic) || !droppedTest(m.topic) || full('message.dropped')) return undefined
     const fields = message(m)
     const key = c?.clientId ?? m.from ?? ''
     return queue('message.dropped', key, sizeOf({ clientId: key }, m.topic, m.payload), () =>

@@ -57,6 +57,8 @@ export default definePlugin<WebHookConfig>({
       node: ctx.node.name,
       encoding: config['web.hook.encode_payload'],
       offer: (item) => delivery.offer(item),
+      room: () => delivery.room,
+      drop: () => delivery.drop(),
       count: (event) => perEvent.get(event)?.inc(),
       connection: (clientId) => ctx.node.connection(clientId)[0],
       username: (clientId) => ctx.node.client(clientId)?.username

@@ -49,6 +49,9 @@ export const DEFAULTS = {
   'web.hook.request.retry_backoff': 2
 } as const
 
+/** The queue's bytes are counted in a 32-bit integer shared with the delivery thread. */
+const MAX_QUEUE_BYTES = 1024 * 1024 * 1024
+
 /** Headers the HTTP client sets itself (or that would break the request framing). */
 const RESERVED_HEADERS: readonly string[] = Object.freeze(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect', 'te', 'trailer', 'host'])
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
@@ -101,6 +104,7 @@ export const schema = Joi.object<WebHookConfig>({
   'web.hook.queue_bytes': custom(Joi.any().custom((raw: unknown) => {
     const bytes = parseBytesize(String(raw).trim())
     if (bytes < 1024) throw new Error(`"${String(raw)}" is less than 1KB`)
+    if (bytes > MAX_QUEUE_BYTES) throw new Error(`"${String(raw)}" is more than 1GB`)
     return bytes
   })).default(DEFAULTS['web.hook.queue_bytes']),
   'web.hook.request.timeout': durationSetting(DEFAULTS['web.hook.request.timeout'], 1),

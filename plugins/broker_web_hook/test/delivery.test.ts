@@ -8,8 +8,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { fakeContext, freePort, INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 import { waitFor } from '../../../test/helpers/cluster.js'
-import { Delivery, type DeliveryOptions } from '../delivery.js'
-import type { Pending } from '../queue.js'
+import { Delivery, type DeliveryOptions, type Pending } from '../delivery.js'
 import { startEndpoint, type Endpoint } from './endpoint.js'
 
 const ALARM = 'broker_web_hook_unavailable'
@@ -35,6 +34,7 @@ function delivery (t: Test, url: string, options: Partial<DeliveryOptions> = {})
     alarms: ctx.alarms,
     logger: ctx.logger,
     plugin: 'broker_web_hook',
+    thread: 'inline',
     ...options
   })
   t.teardown(async () => await d.close())
@@ -49,9 +49,18 @@ async function endpoint (t: Test, options?: Parameters<typeof startEndpoint>[0])
   return e
 }
 
-t.test('posts JSON over keep-alive connections, at most pool_size of them, each client in order', async (t) => {
+t.test('the same on this thread (the delivery thread\'s code, run here)', async (t) => {
   const e = await endpoint(t)
-  const { delivery: d, counts } = delivery(t, e.url('/hook?tag=1'), { queueSize: 300, headers: { 'X-Token': 'secret', 'content-type': 'application/json; charset=utf-8' } })
+  const { delivery: d, counts } = delivery(t, e.url())
+  for (let n = 0; n < 20; n++) for (const key of ['a', 'b', 'c']) d.offer(event(key, n))
+  await waitFor(() => counts.sent === 60, 20_000, 'all 60 events posted')
+  for (const key of ['a', 'b', 'c']) t.same(e.hits.filter((h) => h.body.key === key).map((h) => h.body.n), Array.from({ length: 20 }, (_, n) => n), `client ${key}'s events in order`)
+  t.ok(e.connections <= 4, `at most pool_size connections (${e.connections})`)
+})
+
+t.test('posts JSON over keep-alive connections, at most pool_size of them, each client in order (on a worker thread)', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url('/hook?tag=1'), { thread: 'worker', queueSize: 300, headers: { 'X-Token': 'secret', 'content-type': 'application/json; charset=utf-8' } })
   for (let n = 0; n < 50; n++) for (const key of ['a', 'b', 'c', 'd', 'e', 'f']) d.offer(event(key, n))
   await waitFor(() => counts.sent === 300, 20_000, 'all 300 events posted')
   t.equal(e.hits.length, 300)
@@ -65,7 +74,7 @@ t.test('posts JSON over keep-alive connections, at most pool_size of them, each 
     t.same(e.hits.filter((h) => h.body.key === key).map((h) => h.body.n), Array.from({ length: 50 }, (_, n) => n), `client ${key}'s events in order`)
   }
   t.ok(e.connections <= 4, `at most pool_size connections (${e.connections})`)
-  t.equal(d.queue.count, 0)
+  t.equal(d.queued, 0)
 })
 
 t.test('the default content-type is application/json', async (t) => {
@@ -114,7 +123,7 @@ t.test('an endpoint that is down: retried then given up, drops counted when the 
   await waitFor(() => counts.sent + counts.failed === 5, 20_000, 'every queued event settled')
   t.ok(counts.sent >= 1, `posted after the endpoint came back (${counts.sent})`)
   t.equal(e.hits.length, counts.sent)
-  t.equal(d.queue.count, 0)
+  t.equal(d.queued, 0)
 })
 
 t.test('no answer within the timeout counts as no answer', async (t) => {
@@ -136,9 +145,9 @@ t.test('the queue is bounded by bytes too', async (t) => {
   e.answer(() => 'hang')
   const { delivery: d, counts } = delivery(t, e.url(), { poolSize: 1, queueBytes: 4096 })
   for (let n = 0; n < 10; n++) d.offer(event('a', n, 1000))
-  t.equal(d.queue.count, 4, '4 events of 1000 bytes fit in 4096')
+  t.equal(d.queued, 4, '4 events of 1000 bytes fit in 4096')
   t.equal(counts.dropped, 6)
-  t.ok(d.queue.bytes <= 4096)
+  t.ok(d.queuedBytes <= 4096)
 })
 
 t.test('close forgets the queue and ends the requests under way', async (t) => {
@@ -147,10 +156,10 @@ t.test('close forgets the queue and ends the requests under way', async (t) => {
   const { delivery: d, counts } = delivery(t, e.url(), { poolSize: 1 })
   for (let n = 0; n < 5; n++) d.offer(event('a', n))
   await e.waitFor(() => true)
+  t.equal(d.queued, 5, 'one under way, four waiting')
   await d.close()
-  t.equal(d.queue.count, 0)
   d.offer(event('a', 9))
-  t.equal(d.queue.count, 0, 'nothing is taken after close')
+  t.equal(d.queued, 5, 'nothing is taken after close')
   t.equal(counts.sent, 0)
   await d.close()
 })

@@ -81,6 +81,7 @@ t.test('bad values are refused, each with the reason', async (t) => {
     [{ 'web.hook.queue_size': 'many' }, /must be a number/],
     [{ 'web.hook.queue_bytes': '100' }, /less than 1KB/],
     [{ 'web.hook.queue_bytes': 'lots' }, /is not a size/],
+    [{ 'web.hook.queue_bytes': '2GB' }, /more than 1GB/],
     [{ 'web.hook.request.timeout': '0ms' }, /shorter than 1ms/],
     [{ 'web.hook.request.retry_times': '11' }, /less than or equal to 10/],
     [{ 'web.hook.request.retry_backoff': '0.5' }, /greater than or equal to 1/],

@@ -1,0 +1,144 @@
+// The `web-hook` section: what broker_web_hook posting every message.publish
+// costs the publisher path. Two loads (QoS 1: the 10 closed-loop pairs of
+// `qos1-pairs`; QoS 0: the 10 publishers → 1 subscriber of `fan-in`), each
+// run on three fresh broker nodes in turn: without the plugin, with it posting
+// to a live local endpoint (bench/hook-endpoint.ts, its own process), and with
+// it pointed at a port where nothing listens (the queue fills, events are
+// dropped and counted); the three in turn, `rounds` times, each setup's
+// median kept. See bench/README.md.
+import { Worker } from './pool.js'
+import type { Role } from './protocol.js'
+import { range, receivedPerSecond, timedOn } from './scenarios.js'
+import { cpuMs, freePort, Server } from './servers.js'
+
+export const WEB_HOOK_SECTION = 'web-hook'
+
+export type HookLoad = 'qos1' | 'qos0'
+export type HookSetup = 'off' | 'live' | 'down'
+
+export const HOOK_LOADS: Array<{ key: HookLoad, title: string, roles: Role[] }> = [
+  { key: 'qos1', title: 'QoS 1, 10 closed-loop pairs', roles: [{ kind: 'qos1-pairs', pairs: range(0, 5) }, { kind: 'qos1-pairs', pairs: range(5, 10) }] },
+  {
+    key: 'qos0',
+    title: 'QoS 0, 10 publishers -> 1 subscriber',
+    roles: [{ kind: 'fan-in', subscriber: true, publishers: range(0, 5) }, { kind: 'fan-in', subscriber: false, publishers: range(5, 10) }]
+  }
+]
+
+export const HOOK_SETUPS: Array<{ key: HookSetup, title: string }> = [
+  { key: 'off', title: 'no web hook' },
+  { key: 'live', title: 'web hook, live endpoint' },
+  { key: 'down', title: 'web hook, endpoint down' }
+]
+
+export interface HookRun {
+  /** messages received by the subscribers per second, after the warm-up */
+  'msg/s': number
+  /** the node process's CPU time (all its threads) per message, µs: its CPU over the whole run / (msg/s × run seconds) */
+  'cpu us/msg': number
+  /** the same for its main thread alone: the event loop that serves MQTT (the delivery thread is another) */
+  'loop us/msg': number
+  /** POSTs the live endpoint answered per second over the whole run (live only) */
+  'posted/s'?: number
+  /** the plugin's webhook/dropped and webhook/failed at the end of the run */
+  dropped?: number
+  failed?: number
+}
+
+export type WebHookResults = Record<HookLoad, Record<HookSetup, HookRun | null> & { ratio: { live: number | null, down: number | null } }>
+
+const WEB_HOOK_PLUGIN = 'broker_web_hook'
+
+function pluginSettings (url: string): Record<string, Record<string, string>> {
+  return { [WEB_HOOK_PLUGIN]: { 'web.hook.api.url': url, 'web.hook.rule.message.publish.1': '{"action": "on_message_publish"}' } }
+}
+
+async function endpointCount (endpoint: Server): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${endpoint.port}/count`)
+  return ((await res.json()) as { count: number }).count
+}
+
+async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoint: Server, seconds: number): Promise<HookRun> {
+  const url = setup === 'live' ? `http://127.0.0.1:${endpoint.port}/hook` : `http://127.0.0.1:${await freePort()}/hook`
+  const node = await Server.start('broker', { label: `broker (${setup})`, plugins: setup === 'off' ? {} : pluginSettings(url) })
+  const workers = [new Worker(0), new Worker(1)]
+  try {
+    const before = setup === 'live' ? await endpointCount(endpoint) : 0
+    const started = performance.now()
+    const cpuBefore = cpuMs(node.pid)
+    const loopBefore = cpuMs(node.pid, true)
+    const results = await Promise.race([timedOn(workers, [node.port, node.port], load.roles, seconds), node.died, endpoint.died])
+    const cpu = cpuMs(node.pid) - cpuBefore
+    const loop = cpuMs(node.pid, true) - loopBefore
+    const rate = receivedPerSecond(results)
+    if (rate === 0) throw new Error('no message was received')
+    const run: HookRun = { 'msg/s': rate, 'cpu us/msg': cpu * 1000 / (rate * seconds), 'loop us/msg': loop * 1000 / (rate * seconds) }
+    if (setup === 'off') return run
+    const metrics = await node.ctl(['broker', 'metrics']) as Record<string, number>
+    run.dropped = metrics['webhook/dropped'] ?? 0
+    run.failed = metrics['webhook/failed'] ?? 0
+    if (setup === 'live') run['posted/s'] = (await endpointCount(endpoint) - before) / ((performance.now() - started) / 1000)
+    return run
+  } catch (err) {
+    // Clients notice a dead server before the runner sees it exit: blame the server, not them.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    throw node.deathError ?? endpoint.deathError ?? err
+  } finally {
+    await Promise.all(workers.map(async (w) => await w.close()))
+    await node.stop()
+  }
+}
+
+/** The median run by msg/s (the lower middle of an even count); null when none completed. */
+function median (runs: HookRun[]): HookRun | null {
+  if (runs.length === 0) return null
+  const sorted = [...runs].sort((a, b) => a['msg/s'] - b['msg/s'])
+  return sorted[Math.floor((sorted.length - 1) / 2)]
+}
+
+/**
+ * Runs each load `rounds` times on the three setups in turn (off, live, down,
+ * off, live, down …, so that a change in the machine's load hits all three),
+ * keeping each setup's median run; progress on stderr, failures into `errors`.
+ */
+export async function runWebHookSection (seconds: number, rounds: number, errors: string[]): Promise<WebHookResults> {
+  const results = Object.fromEntries(HOOK_LOADS.map(({ key }) => [key, { off: null, live: null, down: null, ratio: { live: null, down: null } }])) as WebHookResults
+  let endpoint: Server
+  try {
+    endpoint = await Server.startHookEndpoint()
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err)
+    errors.push(`${WEB_HOOK_SECTION}: the endpoint: ${message}`)
+    return results
+  }
+  try {
+    for (const load of HOOK_LOADS) {
+      const runs: Record<HookSetup, HookRun[]> = { off: [], live: [], down: [] }
+      for (let round = 1; round <= rounds; round++) {
+        for (const { key, title } of HOOK_SETUPS) {
+          process.stderr.write(`${WEB_HOOK_SECTION} ${load.key}, ${title}, round ${round}/${rounds} ... `)
+          try {
+            const run = await runOne(load, key, endpoint, seconds)
+            runs[key].push(run)
+            const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, `}${run.dropped} dropped, ${run.failed ?? 0} failed`
+            process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s, ${run['cpu us/msg'].toFixed(1)} cpu us/msg, ${run['loop us/msg'].toFixed(1)} loop us/msg${extra}\n`)
+          } catch (err) {
+            const message = err instanceof Error ? err.message : String(err)
+            process.stderr.write(`failed: ${message}\n`)
+            errors.push(`${WEB_HOOK_SECTION} ${load.key}, ${title}, round ${round}: ${message}`)
+          }
+        }
+      }
+      for (const { key } of HOOK_SETUPS) results[load.key][key] = median(runs[key])
+      const off = results[load.key].off?.['msg/s']
+      const ratio = (setup: HookSetup): number | null => {
+        const value = results[load.key][setup]?.['msg/s']
+        return value === undefined || off === undefined || off === 0 ? null : value / off
+      }
+      results[load.key].ratio = { live: ratio('live'), down: ratio('down') }
+    }
+  } finally {
+    await endpoint.stop()
+  }
+  return results
+}
