@@ -42,7 +42,6 @@ export class Lwm2mDevice {
   #server: Server
   #agent: Agent
   location: string[] = []
-  #observeSeq = 0
   /** answers held back (a device that does not answer) */
   silent = false
 
@@ -166,7 +165,6 @@ export class Lwm2mDevice {
           const stream = res as unknown as ObserveWriteStream
           this.observers.set(pathText, stream)
           stream.on('finish', () => { if (this.observers.get(pathText) === stream) this.observers.delete(pathText) })
-          this.#observeSeq++
           stream.write(payload)
           return
         }
