@@ -124,7 +124,8 @@ function printGateways (seconds: number, gateways: GatewayResults): void {
   }
   writeColumns(lines, 1)
   process.stdout.write('\nratio = msg/s / msg/s of the MQTT publishers; below 1 = the gateway is slower than the same load over MQTT ' +
-    '(a STOMP SEND is parsed, then published at QoS 1 on an in-process MQTT link; see bench/README.md).\n')
+    '(a STOMP SEND is parsed, then published at QoS 1 on an in-process MQTT link; an LwM2M notification is one UDP datagram, ' +
+    'parsed as CoAP and its TLV decoded, then published as JSON at QoS 1; see bench/README.md).\n')
 }
 
 function printWebHook (seconds: number, rounds: number, results: WebHookResults): void {

@@ -3,6 +3,7 @@
 import { publishBatch, RawClient, type ClientOptions } from './client.js'
 import type { FromWorker, Role, ToWorker, WorkerResult } from './protocol.js'
 import { sendBatch, StompPublisher } from './stomp-client.js'
+import { Lwm2mPublisher } from './lwm2m-client.js'
 
 const PAYLOAD = Buffer.alloc(16, 0x61)
 /** Publishes per socket.write; writing each 30-byte packet alone would cost the client a syscall per message. */
@@ -31,7 +32,7 @@ interface Load {
   peer?: (received: number) => void
 }
 
-const clients: Array<RawClient | StompPublisher> = []
+const clients: Array<RawClient | StompPublisher | Lwm2mPublisher> = []
 let load: Load | null = null
 let failed = false
 
@@ -64,6 +65,13 @@ async function connectStomp (port: number): Promise<StompPublisher> {
   return client
 }
 
+async function connectLwm2m (port: number, ep: string): Promise<Lwm2mPublisher> {
+  // a device whose notifications (FAN_IN_BATCH a write) the gateway publishes (its mountpoint under bench/in/)
+  const client = await Lwm2mPublisher.connect(port, ep, FAN_IN_BATCH, fail)
+  clients.push(client)
+  return client
+}
+
 /** Snapshots the counters at the warm-up mark and at the end, then calls stop(). */
 async function measure (counts: Counts, warmupMs: number, measureMs: number, stop: () => void, onMark?: () => void): Promise<WorkerResult> {
   return await new Promise((resolve) => {
@@ -89,10 +97,12 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     const sub = await connect(port, `bench-fi-sub-${process.pid}`, { onPublishFrame: () => { counts.received++ } })
     await sub.subscribe('bench/in/#', 0)
   }
-  const stompPort = role.stompPort
-  const pubs = await Promise.all(role.publishers.map(async (n) => stompPort === undefined
-    ? { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
-    : { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }))
+  const { stompPort, lwm2mPort } = role
+  const pubs = await Promise.all(role.publishers.map(async (n) => stompPort !== undefined
+    ? { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
+    : lwm2mPort !== undefined
+      ? { client: await connectLwm2m(lwm2mPort, `bench-ep-${n}-${process.pid}`), batch: Buffer.alloc(0) }
+      : { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }))
   const window = role.window ?? Infinity
   let peerReceived = 0
   /** Messages given up on: QoS 0 may be dropped, and the window must not wait for them forever. */
@@ -113,7 +123,7 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     for (const resume of waiting.splice(0)) resume()
   }
   let running = false
-  const pump = (client: RawClient | StompPublisher, batch: Buffer): void => {
+  const pump = (client: RawClient | StompPublisher | Lwm2mPublisher, batch: Buffer): void => {
     for (let i = 0; i < WRITES_PER_TURN && running; i++) {
       if (!open()) {
         waiting.push(() => pump(client, batch))

@@ -19,6 +19,8 @@ export const LISTENER_ID = 'lwm2m:udp:default'
 export const MAX_OBSERVATIONS = 64
 /** commands sent to one device and not yet answered, at most (more wait, up to the queue bound) */
 const MAX_IN_FLIGHT = 16
+/** messages of one device awaiting the broker's PUBACK beyond which more are dropped (a device cannot be paused as a TCP peer can) */
+const MAX_UPLINK_BACKLOG = 1024
 
 export interface Lwm2mCounters {
   malformed: PluginCounter
@@ -29,6 +31,7 @@ export interface Lwm2mCounters {
   refused: PluginCounter
   notifications: PluginCounter
   denied: PluginCounter
+  dropped: PluginCounter
 }
 
 export interface DeviceDeps {
@@ -350,6 +353,10 @@ export class Device {
   #publish (key: 'response' | 'notify' | 'register' | 'update', payload: Buffer): void {
     const client = this.#client
     if (client === undefined || !client.open) return
+    if (client.backlog >= MAX_UPLINK_BACKLOG) {
+      this.#deps.counters.dropped.inc()
+      return
+    }
     const topic = this.topic(key)
     client.publish({ topic, payload, qos: 1 }).then((code) => {
       if (code >= 0x80) {

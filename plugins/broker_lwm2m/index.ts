@@ -54,7 +54,8 @@ export default definePlugin<Lwm2mConfig>({
       commands: ctx.metrics.counter('lwm2m/commands/sent', 'LwM2M requests sent to devices'),
       refused: ctx.metrics.counter('lwm2m/commands/refused', 'LwM2M commands refused by the gateway (not valid, too many waiting)'),
       notifications: ctx.metrics.counter('lwm2m/notifications', 'LwM2M notifications received'),
-      denied: ctx.metrics.counter('lwm2m/messages/refused', 'LwM2M uplink messages the broker refused (ACL)')
+      denied: ctx.metrics.counter('lwm2m/messages/refused', 'LwM2M uplink messages the broker refused (ACL)'),
+      dropped: ctx.metrics.counter('lwm2m/messages/dropped', 'LwM2M uplink messages dropped: over 1024 of one device awaiting the broker')
     }
     const regs: Registrations = { byEndpoint: new Map(), byLocation: new Map(), byPeer: new Map(), closed: 0, kicked: 0 }
 

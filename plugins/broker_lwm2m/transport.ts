@@ -4,13 +4,16 @@
 // devices (Read, Write, Observe …) from the same port, as LwM2M needs. Each
 // datagram is checked first (parsed with coap-packet, coap's own codec):
 // one that does not parse, or is over the size limit, is dropped and
-// counted; requests go to the Server, responses to the Agent, empty
+// counted, as is a request in blocks (RFC 7959: LwM2M 1.0 registrations
+// fit one datagram); requests go to the Server, responses to the Agent, empty
 // messages (ACK, RST, ping) to the Agent (and ACK / RST to the Server too,
 // which retransmits its separate responses until acknowledged). Both halves
 // see a socket-like feed of their own, whose sends go out of the real socket.
 import { Socket, type RemoteInfo } from 'node:dgram'
 import { EventEmitter } from 'node:events'
-import { Agent, Server } from 'coap'
+// coap's own modules, not its index: the index makes two global Agents, each with a UDP socket of its own, at import
+import agentModule from 'coap/dist/lib/agent.js'
+import serverModule from 'coap/dist/lib/server.js'
 import { parse as parsePacket } from 'coap-packet'
 
 /** A datagram larger than this is dropped (RFC 7252 §4.6: 1152 bytes is the usual ceiling; this leaves room). */
@@ -22,6 +25,11 @@ export interface TransportEvents {
   /** bytes read from or written to a peer (for the node's byte counts) */
   bytes: (address: string, port: number, received: number, sent: number) => void
 }
+
+const Agent = agentModule.default
+const Server = serverModule.default
+type Agent = InstanceType<typeof Agent>
+type Server = InstanceType<typeof Server>
 
 export interface Transport {
   server: Server
@@ -122,13 +130,20 @@ export function openTransport (real: Socket, events: TransportEvents, serverOpti
     let code: string
     let empty: boolean
     let confirmableOrNon: boolean
+    let blockwise: boolean
     try {
       const packet = parsePacket(msg)
       code = packet.code
       empty = code === '0.00'
       confirmableOrNon = !packet.ack && !packet.reset
+      blockwise = packet.options.some((o) => o.name === 'Block1' || o.name === 'Block2')
     } catch {
       events.dropped('malformed', msg.length)
+      return
+    }
+    // a device's request in blocks (RFC 7959) is not taken: coap would keep each block for minutes, a memory a flood could fill
+    if (blockwise && code.startsWith('0.') && !empty) {
+      events.dropped('too_large', msg.length)
       return
     }
     if (empty) {

@@ -11,6 +11,7 @@ import { once } from 'node:events'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { generate } from 'coap-packet'
 import { startPluginNode, type MqttClient, type PluginNode } from '../../../lib/plugin-kit/testing.js'
 import { Lwm2mDevice } from './device.js'
 
@@ -341,9 +342,14 @@ t.test('malformed and oversized datagrams are dropped and counted; the gateway g
   await send(Buffer.from([0x00, 0x01]))                      // version 0
   await send(Buffer.from([0x48, 0x02, 0x12, 0x34, 0x01]))    // a token of 8 bytes cut short
   await send(Buffer.alloc(3000, 0x40))                      // over the size limit
+  // a Register in blocks (RFC 7959 Block1): not taken
+  await send(generate({ code: '0.02', messageId: 7, token: Buffer.from([1]), options: [{ name: 'Uri-Path', value: Buffer.from('rd') }, { name: 'Uri-Query', value: Buffer.from('ep=blocky') }, { name: 'Block1', value: Buffer.from([0x08]) }], payload: Buffer.from('</1/0>') }))
   raw.close()
   await until(async () => await metric('lwm2m/datagrams/malformed') >= malformed + 2, 'the malformed datagrams counted')
-  t.equal(await metric('lwm2m/datagrams/too_large'), tooLarge + 1)
+  await until(async () => await metric('lwm2m/datagrams/too_large') >= tooLarge + 2, 'the oversized and block-wise datagrams counted')
+  t.equal(await metric('lwm2m/datagrams/malformed'), malformed + 2)
+  t.equal(await metric('lwm2m/datagrams/too_large'), tooLarge + 2)
+  t.equal(await connection('blocky'), undefined)
   const dev = devices.find((d) => d.ep === 'dev1')!
   t.equal((await dev.update()).code, '2.04', 'the gateway still answers')
   t.match(await command('dev1', 'read', { path: '/3/0/1' }), { data: { code: '2.05' } })
