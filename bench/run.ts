@@ -3,7 +3,7 @@
 // workers, and prints the figures and the broker's ratios to the other two
 // (broker / bare, broker / mosquitto); then the cluster
 // section (fan-in on one node, on a Redis cluster, across two nodes), the
-// gateways section (the same fan-in through broker_stomp vs over MQTT), the
+// gateways section (the same fan-in through broker_stomp and broker_lwm2m vs over MQTT), the
 // web-hook section (the cost of broker_web_hook posting every message) and the
 // acl-chain section (allocation of the ACL check with a plugin). See
 // bench/README.md.
