@@ -37,9 +37,9 @@ export default definePlugin<Lwm2mConfig>({
   description: 'LwM2M 1.0 gateway over CoAP/UDP: device management commands and notifications as MQTT messages',
   schema,
 
-  check (config, root) {
+  async check (config, root) {
     checkConfig(config)
-    void root
+    await loadObjects(root, config['lwm2m.xml_dir'])
   },
 
   async load (ctx) {
@@ -172,7 +172,13 @@ async function handle (ctx: PluginContext<Lwm2mConfig>, deps: ConstructorParamet
     regs.byEndpoint.set(device.ep, device)
     regs.byLocation.set(device.location, device)
     regs.byPeer.set(peerKey(address, port), device)
-    const failure = await device.connect()
+    let failure
+    try {
+      failure = await device.connect()
+    } catch (err) {
+      device.close('refused')
+      throw err
+    }
     if (failure !== undefined) {
       device.close('refused')
       reply(res, failure.code, failure.reason)

@@ -234,6 +234,25 @@ t.test('observe: the first value on the response topic, notifications on the not
   t.ok(await metric('lwm2m/notifications') >= 3)
 })
 
+t.test('lwm2m.auto_observe (live): every object instance of a Register is observed, its notifications published', async (t) => {
+  const path = `/nodes/${node.node.name}/plugin_configs/broker_lwm2m`
+  const bad = await node.http('PUT', path, { 'lwm2m.qmode_time_window': 'soon' })
+  t.equal(bad.status, 400)
+  t.match(JSON.stringify(bad.body), /broker_lwm2m\.conf:\d+: lwm2m\.qmode_time_window: /, 'a bad value refused with file:line')
+  t.equal((await node.http('PUT', path, { 'lwm2m.auto_observe': 'on' })).status, 200)
+  const dev = await device('dev-watched')
+  const from = seen.length
+  t.equal((await dev.register()).code, '2.01')
+  await until(() => dev.observers.size === 4, 'the device observed on each instance')
+  t.same([...dev.observers.keys()].sort(), ['/1/0', '/3/0', '/4/0', '/6/0'])
+  await nextMessage((m) => m.topic === 'lwm2m/dev-watched/up/resp' && m.json.msgType === 'observe' && (m.json.data as { reqPath?: string }).reqPath === '/3/0', 'the auto-observe answer', from)
+  dev.values.set('/3/0/9', 42)
+  dev.notify('/3/0')
+  const notification = await nextMessage((m) => m.topic === 'lwm2m/dev-watched/up/notify', 'the notification', from)
+  t.ok((notification.json.data as { content: Array<{ path: string, value: unknown }> }).content.some((e) => e.path === '/3/0/9' && e.value === 42))
+  t.equal((await node.http('PUT', path, { 'lwm2m.auto_observe': null, 'lwm2m.qmode_time_window': '0' })).status, 200)
+})
+
 t.test('update: 2.04, the new lifetime and objects announced; an unknown location is 4.04', async (t) => {
   const dev = devices.find((d) => d.ep === 'dev1')!
   const from = seen.length
