@@ -59,9 +59,16 @@ function feed (real: Socket, events: TransportEvents): Socket {
       return
     }
     events.bytes(address, port, 0, length)
-    real.send(buf, offset, length, port, address, (err) => {
-      if (typeof callback === 'function') callback(err, length)
-    })
+    // a send that fails is a datagram lost, as UDP loses them: coap's answers (OutgoingMessage) have no
+    // 'error' listener, and an error passed back would be thrown from them
+    try {
+      real.send(buf, offset, length, port, address, () => {
+        if (typeof callback === 'function') callback(null, length)
+      })
+    } catch {
+      // the socket closed (the plugin unloads while an answer was on its way)
+      if (typeof callback === 'function') callback(null, 0)
+    }
   }) as Socket['send']
   return socket
 }
