@@ -317,12 +317,20 @@ t.test('a device that does not answer: 5.04 after lwm2m.command_timeout', async 
   t.match(await command('dev-mute', 'read', { path: '/3/0/0' }), { data: { code: '5.04', codeMsg: 'gateway_timeout', reason: 'the device did not answer' } })
 })
 
-t.test('the auth chain refuses an endpoint: 4.03', async (t) => {
+t.test('the auth chain refuses an endpoint, and a banned one: 4.03', async (t) => {
   const dev = await device('bad-device')
   const answer = await dev.register()
   t.equal(answer.code, '4.03')
   t.match(answer.payload.toString(), /not_authorized/)
   t.equal(await connection('bad-device'), undefined)
+  // a banned client id: the same refusal, saying why
+  t.equal((await node.http('POST', '/banned/', { who: 'dev-banned', as: 'client_id', reason: 'test' })).status, 200)
+  const banned = await device('dev-banned')
+  const refused = await banned.register()
+  t.equal(refused.code, '4.03')
+  t.match(refused.payload.toString(), /banned/)
+  t.equal((await node.http('DELETE', '/banned/dev-banned?as=client_id')).status, 200)
+  t.equal((await banned.register()).code, '2.01')
 })
 
 t.test('the ACL: a denied command subscription refuses the Register; a denied response is dropped and counted', async (t) => {
