@@ -147,7 +147,8 @@ t.test('sysmon long_gc: a real full garbage collection over a large heap', async
   const got = nextMessages(watcher, 1, 10_000)
   gc()
   const [m] = await got
-  t.match(m.payload, /^long_gc: \w+ garbage collection paused the broker for \d+ ms \(over 1 ms\)$/)
+  // the first pause over 1 ms may be a minor one: any kind perf_hooks names, not a code the table lacks
+  t.match(m.payload, /^long_gc: (minor|major|incremental|weakcb) garbage collection paused the broker for \d+ ms \(over 1 ms\)$/)
   t.ok(held.length > 0)
 })
 
