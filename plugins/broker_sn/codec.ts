@@ -164,7 +164,6 @@ export function decode (datagram: Buffer): SnPacket {
     throw new SnDecodeError('length 0')
   }
   if (length !== datagram.length) throw new SnDecodeError(`the length field says ${length} octets, the datagram has ${datagram.length}`)
-  if (length < at + 1) throw new SnDecodeError(`length ${length} leaves no room for the message type`)
   const type = datagram[at]
   const body = datagram.subarray(at + 1)
   return decodeBody(type, body)
