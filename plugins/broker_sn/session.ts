@@ -23,6 +23,9 @@ const LINK_BUFFER_MAX = 1024 * 1024
 const GRACE = 1.5
 /** the MQTT 5 Session Expiry Interval asked for a CleanSession=0 client: the engine clamps it to the zone's */
 const KEEP_SESSION = 0xfffffffe
+/** subs_resume: how often, and how many times, the engine is asked whether the resumed client is online */
+const RESUME_EVERY_MS = 20
+const RESUME_TRIES = 250
 
 type State = 'will_topic' | 'will_msg' | 'connecting' | 'connected' | 'asleep' | 'awake' | 'closed'
 
@@ -230,13 +233,26 @@ export class SnSession {
       }
       this.#send({ type: 'connack', returnCode: RC.ACCEPTED })
       this.#activate()
-      if (connack.sessionPresent && config['mqtt.sn.subs_resume']) {
-        const topics = this.#ctx.node.clientSubscriptions(this.#clientId).map((s) => s.topic).filter((t) => validTopicName(t))
-        this.#outbox.registerAll(topics)
-      }
+      if (connack.sessionPresent && config['mqtt.sn.subs_resume']) this.#resumeSubscriptions(client, RESUME_TRIES)
     }, () => {
       // the link closed before its CONNACK (the node stops): #linkClosed says so
     })
+  }
+
+  /**
+   * subs_resume: a REGISTER for each topic name the resumed session is
+   * subscribed to. The engine lists a client's subscriptions once it is
+   * online, which comes a moment after its CONNACK (its stored messages go
+   * first): asked again every RESUME_EVERY_MS until it is.
+   */
+  #resumeSubscriptions (client: GatewayClient, tries: number): void {
+    if (this.#client !== client || this.#state === 'closed') return
+    if (this.#ctx.node.connection(this.#clientId).length === 0) {
+      if (tries > 0) this.#ctx.timers.setTimeout(() => this.#resumeSubscriptions(client, tries - 1), RESUME_EVERY_MS)
+      return
+    }
+    const topics = this.#ctx.node.clientSubscriptions(this.#clientId).map((s) => s.topic).filter((t) => validTopicName(t))
+    this.#outbox.registerAll(topics)
   }
 
   /** CONNACK with a refusal (or an idle timeout), and the session ends. */
