@@ -18,6 +18,8 @@ import { PROTOCOL, SnSession, type ListenerCounts } from './session.js'
 const GWINFO_PER_SECOND = 100
 /** the socket's receive buffer asked of the OS (a burst of datagrams waits there) */
 const RECEIVE_BUFFER = 4 * 1024 * 1024
+/** at unload, how long the last datagrams (the clients' DISCONNECT) may take to go out */
+const UNLOAD_FLUSH_MS = 1000
 
 export class SnGateway {
   readonly #ctx: PluginContext<SnConfig>
@@ -33,6 +35,9 @@ export class SnGateway {
   #refilledAt = Date.now()
   #qosMinusOne: QosMinusOnePublisher | undefined
   readonly #sendFailed
+  /** datagrams handed to the socket and not yet sent */
+  #sending = 0
+  #flushed: (() => void) | undefined
 
   constructor (ctx: PluginContext<SnConfig>, counters: SnCounters) {
     this.#ctx = ctx
@@ -56,7 +61,7 @@ export class SnGateway {
     this.#port = socket.address().port
     this.#qosMinusOne = new QosMinusOnePublisher(this.#ctx, host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host, (n) => this.#counters.messagesDropped.inc(n))
     // the plugin unloads: the clients are told (DISCONNECT) before the socket closes (releases run newest first)
-    this.#ctx.onUnload(() => this.#stop())
+    this.#ctx.onUnload(async () => await this.#stop())
     this.#advertise()
     this.#ctx.onSettingChange('mqtt.sn.advertise_duration', () => this.#advertise())
     this.#ctx.onSettingChange('mqtt.sn.advertise_to', () => this.#advertise())
@@ -75,11 +80,20 @@ export class SnGateway {
     }
   }
 
-  #stop (): void {
+  /** The clients get their DISCONNECT before the socket closes: the sends are awaited (at most UNLOAD_FLUSH_MS). */
+  async #stop (): Promise<void> {
     this.#advertising?.cancel()
     for (const session of [...this.#sessions.values()]) session.close()
     this.#sessions.clear()
     this.#qosMinusOne?.close()
+    if (this.#sending === 0) return
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, UNLOAD_FLUSH_MS)
+      this.#flushed = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
   }
 
   // ---- datagrams ------------------------------------------------------------
@@ -188,10 +202,13 @@ export class SnGateway {
     if (socket === undefined) return
     this.#counters.sent.inc()
     try {
+      this.#sending++
       socket.send(bytes, port, address, (err) => {
+        if (--this.#sending === 0) this.#flushed?.()
         if (err !== null && err !== undefined) this.#sendFailed({ err, address, port }, 'MQTT-SN datagram not sent')
       })
     } catch (err) {
+      this.#sending--
       // the socket closed (the plugin unloads)
       this.#sendFailed({ err, address, port }, 'MQTT-SN datagram not sent')
     }

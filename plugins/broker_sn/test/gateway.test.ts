@@ -108,7 +108,7 @@ t.before(async () => {
       'mqtt.sn.enable_qos3': 'on',
       'mqtt.sn.subs_resume': 'on',
       'mqtt.sn.retry_interval': '300ms',
-      'mqtt.sn.max_retries': 2,
+      'mqtt.sn.max_retries': 3,
       'mqtt.sn.max_packet_size': 1024,
       'mqtt.sn.predefined.topic.1': 'pre/one',
       'mqtt.sn.predefined.topic.2': 'pre/two'
@@ -165,8 +165,18 @@ t.test('CONNECT, REGISTER, PUBLISH at QoS 0, 1, 2 and -1 to MQTT; listed as MQTT
   t.match(await got.next('to-mqtt/x'), { payload: 'qos1', qos: 1 })
   t.match(await client.publish(regack.topicId, 'qos2', { qos: 2, retain: true }), { type: 'pubrec' })
   t.match(await got.next('to-mqtt/x'), { payload: 'qos2', qos: 2 })
+  // a QoS 2 PUBLISH sent again (DUP) before PUBREL: PUBREC again, published once
+  const dupId = client.nextMsgId()
+  const dup = { type: 'publish', flags: flags({ qos: 2 }), topicId: regack.topicId, msgId: dupId, data: Buffer.from('once') } as const
+  await client.request(dup, 'pubrec', (p) => p.msgId === dupId)
+  const again = client.received.length
+  await client.request({ ...dup, flags: flags({ qos: 2, dup: true }) }, 'pubrec', (p) => p.msgId === dupId)
+  await client.request({ type: 'pubrel', msgId: dupId }, 'pubcomp', (p) => p.msgId === dupId)
+  t.match(await got.next('to-mqtt/x'), { payload: 'once', qos: 2 })
+  t.ok(client.received.length > again)
   await client.publish(1, 'predefined at -1', { qos: -1, topicIdType: 1 })
   t.match(await got.next('pre/one'), { payload: 'predefined at -1', qos: 0 })
+  t.notOk(got.topics.includes('to-mqtt/x'), 'the DUP was not published again')
   await client.publish(0x6162, 'short at -1', { qos: -1, topicIdType: 2 })
   t.match(await got.next('ab'), { payload: 'short at -1' })
   t.match(await client.publish(2, 'predefined at 1', { qos: 1, topicIdType: 1 }), { returnCode: 0 })
@@ -335,11 +345,21 @@ t.test('retransmission: an unacknowledged PUBLISH is sent again with DUP; after 
   const again = await client.next('publish', (p) => p.flags.dup)
   t.equal(again.msgId, first.msgId, 'the same message id, DUP set')
   client.send({ type: 'puback', topicId, msgId: first.msgId, returnCode: 0 })
+  // QoS 2: PUBREC, then the gateway's PUBREL is sent again until PUBCOMP
+  const qos2 = await client.subscribe('retry/two', { qos: 2 })
+  t.equal(qos2.returnCode, 0)
+  await mqtt.publishAsync('retry/two', 'exactly once', { qos: 2 })
+  const two = await client.next('publish', (p) => p.data.toString() === 'exactly once')
+  const relFrom = client.received.length
+  client.send({ type: 'pubrec', msgId: two.msgId })
+  await client.next('pubrel', (p) => p.msgId === two.msgId, relFrom)
+  await client.next('pubrel', (p) => p.msgId === two.msgId, client.received.findIndex((p, i) => i >= relFrom && p.type === 'pubrel') + 1)
+  client.send({ type: 'pubcomp', msgId: two.msgId })
   await mqtt.publishAsync('retry/t', 'r2', { qos: 1 })
   await client.next('publish', (p) => p.data.toString() === 'r2')
-  // no PUBACK: 2 retries 300 ms apart, then the client is taken for lost
+  // no PUBACK: 3 retries 300 ms apart, then the client is taken for lost
   await until('dropped after the retries', async () => await connection('sn-retry') === undefined)
-  t.equal(client.publishes().filter((p) => p.data.toString() === 'r2').length, 3, 'sent once and twice again')
+  t.equal(client.publishes().filter((p) => p.data.toString() === 'r2').length, 4, 'sent once and three times again')
   await mqtt.endAsync()
 })
 
@@ -425,6 +445,16 @@ t.test('malformed and oversized datagrams are dropped and counted; a flood of SE
   await until('counted', async () => await metric('mqttsn/packets/malformed') === malformed + 4 && await metric('mqttsn/packets/too_large') === tooLarge + 1)
   t.equal((await client.request({ type: 'pingreq' }, 'pingresp')).type, 'pingresp', 'the client is still served')
 
+  // one client registering 1100 topics at once: 1000 ids, then REGACK 0x03
+  const registrar = await sn()
+  t.equal(await registrar.connect('sn-registrar'), 0)
+  for (let i = 0; i < 1100; i++) registrar.send({ type: 'register', topicId: 0, msgId: i + 1, topicName: `many/${i}` })
+  await until('1100 REGACKs', () => registrar.received.filter((p) => p.type === 'regack').length === 1100)
+  const regacks = registrar.received.filter((p) => p.type === 'regack')
+  t.equal(regacks.filter((p) => p.type === 'regack' && p.returnCode === 0).length, 1000, 'at most 1000 topic ids per client')
+  t.equal(regacks.filter((p) => p.type === 'regack' && p.returnCode === 3).length, 100)
+  registrar.send({ type: 'disconnect' })
+
   const flooder = await sn()
   const before = (await listener()).current_conns
   const dropped = await metric('mqttsn/packets/dropped')
@@ -443,4 +473,20 @@ t.test('malformed and oversized datagrams are dropped and counted; a flood of SE
   await setting('mqtt.sn.max_connections', null)
   for (const c of many) c.send({ type: 'disconnect' })
   client.send({ type: 'disconnect' })
+})
+
+t.test('unloaded through the API: its clients get DISCONNECT and its listener goes; loaded again it serves', async (t) => {
+  const client = await sn()
+  t.equal(await client.connect('sn-unload'), 0)
+  const from = client.received.length
+  t.equal((await node.http('PUT', `/nodes/${node.node.name}/plugins/broker_sn/unload`)).status, 200)
+  await client.next('disconnect', () => true, from)
+  const { body } = await node.http('GET', `/nodes/${node.node.name}/listeners`)
+  t.notOk((body as Listener[]).some((l) => l.protocol === 'mqtt-sn:udp'), 'no mqtt-sn:udp listener')
+  await until('no MQTT-SN client left', async () => await connection('sn-unload') === undefined)
+  t.equal((await node.http('PUT', `/nodes/${node.node.name}/plugins/broker_sn/load`)).status, 200)
+  port = Number((await listener()).listen_on.split(':')[1])
+  const again = await sn()
+  t.equal(await again.connect('sn-unload'), 0)
+  again.send({ type: 'disconnect' })
 })
