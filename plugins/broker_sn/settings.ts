@@ -47,7 +47,10 @@ export const schema = Joi.object<SnConfig>({
     if (ms > 0xffff * 1000) throw new Error('it is over 65535s (ADVERTISE\'s Duration field)')
     return ms
   })).meta({ live: true }),
-  'mqtt.sn.advertise_to': Joi.string().pattern(ADVERTISE_TO, '<address> or <address>:<port>').default('255.255.255.255').meta({ live: true }),
+  'mqtt.sn.advertise_to': custom(Joi.string().pattern(ADVERTISE_TO, '<address> or <address>:<port>').custom((value: string) => {
+    if (advertiseTarget(value, 0).port > 65535) throw new Error(`${value} has a port over 65535`)
+    return value
+  })).default('255.255.255.255').meta({ live: true }),
   'mqtt.sn.gateway_id': Joi.number().integer().min(0).max(255).default(1).meta({ live: true }),
   'mqtt.sn.idle_timeout': durationSetting(30_000, 1000).meta({ live: true }),
   'mqtt.sn.username': Joi.string().allow('').default('').meta({ live: true }),

@@ -285,6 +285,13 @@ t.test('the will: WILLTOPICREQ / WILLMSGREQ at CONNECT, WILLTOPICUPD / WILLMSGUP
   await noWill.request({ type: 'connect', flags: flags({ will: true }), protocolId: 1, duration: 1, clientId: 'sn-no-will' }, 'willtopicreq')
   t.match(await noWill.request({ type: 'willtopic' }, 'connack'), { returnCode: 0 }, 'an empty WILLTOPIC: no will')
   noWill.send({ type: 'disconnect' })
+
+  // a will exchange left unfinished ends after mqtt.sn.idle_timeout
+  await setting('mqtt.sn.idle_timeout', '1s')
+  const idle = await sn()
+  await idle.request({ type: 'connect', flags: flags({ will: true }), protocolId: 1, duration: 60, clientId: 'sn-idle' }, 'willtopicreq')
+  t.match(await idle.next('connack'), { returnCode: 1 }, 'no WILLTOPIC: CONNACK congestion after the idle timeout')
+  await setting('mqtt.sn.idle_timeout', '30s')
   await mqtt.publishAsync('will/marker', 'after', { qos: 1 })
   await got.next('will/marker')
   t.notOk(got.topics.includes('will/polite'), 'a DISCONNECT publishes no will')

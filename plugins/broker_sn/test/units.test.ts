@@ -210,5 +210,7 @@ t.test('settings: bad values are refused with file:line and key', async (t) => {
   t.throws(() => read('mqtt.sn.predefined.topic.3 = a/+/b'), { message: /:1: mqtt\.sn\.predefined\.topic\.3: "a\/\+\/b" is not a topic name/ })
   t.throws(() => read('mqtt.sn.predefined.topic.x = a'), { message: /:1: mqtt\.sn\.predefined\.topic\.x: .*topic id must be a number 0-65534/ })
   t.throws(() => read('mqtt.sn.predefined.topic.65535 = a'), { message: /topic id must be a number 0-65534/ })
+  t.throws(() => read('mqtt.sn.advertise_to = 10.0.0.255:70000'), { message: /:1: mqtt\.sn\.advertise_to: 10\.0\.0\.255:70000 has a port over 65535/ })
+  t.throws(() => read('mqtt.sn.advertise_to = a b'), { message: /:1: mqtt\.sn\.advertise_to: .*<address> or <address>:<port>/ })
   t.throws(() => read('mqtt.sn.enable_stats = on'), { message: /:1: mqtt\.sn\.enable_stats: .*is not allowed/ })
 })
