@@ -7,7 +7,7 @@
 // counted; nothing a datagram holds can throw out of here.
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram'
 import { isIPv6 } from 'node:net'
-import { limitedLog, validTopicName, type ListenerRecord, type PluginContext, type PluginTimer } from '../../lib/plugin-kit/index.js'
+import { limitedLog, plainAddress, validTopicName, type ListenerRecord, type PluginContext, type PluginTimer } from '../../lib/plugin-kit/index.js'
 import { decode, encode, RC, SnDecodeError, TOPIC, shortTopicName, type SnPacket } from './codec.js'
 import type { SnCounters } from './counters.js'
 import { QosMinusOnePublisher } from './qos-minus-one.js'
@@ -168,7 +168,8 @@ export class SnGateway {
   #session (key: string, from: RemoteInfo): SnSession {
     const address = from.address
     const port = from.port
-    const session: SnSession = new SnSession(address, port, {
+    // the connection's address as listeners record it (an IPv4-mapped IPv6 address as IPv4)
+    const session: SnSession = new SnSession(plainAddress(address), port, {
       ctx: this.#ctx,
       counters: this.#counters,
       listener: this.#listener,

@@ -132,9 +132,10 @@ export class Outbox {
     return true
   }
 
-  regack (msgId: number, topicId: number, returnCode: number): boolean {
+  regack (msgId: number, returnCode: number): boolean {
     const out = this.#outstanding
-    if (out?.kind !== 'register' || out.msgId !== msgId || out.packet.type !== 'register' || out.packet.topicId !== topicId) return false
+    // matched by MsgId (a client may echo the TopicId wrongly: the id stays the gateway's)
+    if (out?.kind !== 'register' || out.msgId !== msgId || out.packet.type !== 'register') return false
     if (returnCode !== RC.ACCEPTED) {
       const topic = out.packet.topicName
       this.#deps.registry.forget(topic)

@@ -404,7 +404,7 @@ export class SnSession {
       case 'puback': return this.#outbox.puback(packet.msgId, packet.returnCode) || true
       case 'pubrec': return this.#outbox.pubrec(packet.msgId) || true
       case 'pubcomp': return this.#outbox.pubcomp(packet.msgId) || true
-      case 'regack': return this.#outbox.regack(packet.msgId, packet.topicId, packet.returnCode) || true
+      case 'regack': return this.#outbox.regack(packet.msgId, packet.returnCode) || true
       default: return false
     }
   }
@@ -510,8 +510,13 @@ export class SnSession {
   }
 
   #unsubscribe (f: Flags, msgId: number, topicName: string | undefined, topicId: number | undefined): void {
+    if (this.#pending >= MAX_PENDING) {
+      // UNSUBACK has no return code: no answer, the client sends it again
+      this.#deps.counters.dropped.inc()
+      return
+    }
     const named = this.#filter(f, topicName, topicId, false)
-    if (typeof named === 'number' || this.#pending >= MAX_PENDING) {
+    if (typeof named === 'number') {
       // nothing to unsubscribe: the client is told it is done
       this.#send({ type: 'unsuback', msgId })
       return
