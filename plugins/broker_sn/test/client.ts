@@ -86,19 +86,20 @@ export class SnClient {
   }
 
   async subscribe (topic: string | number, set: Partial<Flags> = {}): Promise<Of<'suback'>> {
-    const msgId = this.nextMsgId()
-    const packet: SnPacket = typeof topic === 'string'
-      ? { type: 'subscribe', flags: flags(set), msgId, topicName: topic }
-      : { type: 'subscribe', flags: flags(set), msgId, topicId: topic }
-    return await this.request(packet, 'suback', (p) => p.msgId === msgId)
+    return await this.#topicRequest('subscribe', topic, set, 'suback')
   }
 
   async unsubscribe (topic: string | number, set: Partial<Flags> = {}): Promise<Of<'unsuback'>> {
+    return await this.#topicRequest('unsubscribe', topic, set, 'unsuback')
+  }
+
+  /** SUBSCRIBE or UNSUBSCRIBE of a topic name (a string) or a topic id (a number), answered by `answer` with its MsgId. */
+  async #topicRequest<T extends 'suback' | 'unsuback'> (type: 'subscribe' | 'unsubscribe', topic: string | number, set: Partial<Flags>, answer: T): Promise<Of<T>> {
     const msgId = this.nextMsgId()
     const packet: SnPacket = typeof topic === 'string'
-      ? { type: 'unsubscribe', flags: flags(set), msgId, topicName: topic }
-      : { type: 'unsubscribe', flags: flags(set), msgId, topicId: topic }
-    return await this.request(packet, 'unsuback', (p) => p.msgId === msgId)
+      ? { type, flags: flags(set), msgId, topicName: topic }
+      : { type, flags: flags(set), msgId, topicId: topic }
+    return await this.request(packet, answer, (p) => p.msgId === msgId)
   }
 
   /** PUBLISH; QoS 1: resolves with the PUBACK; QoS 2: with the PUBREC (then PUBREL, PUBCOMP awaited) or the refusing PUBACK. */
