@@ -10,7 +10,8 @@ export type Role =
    * progress then comes as `peer` messages); absent: no limit but TCP's.
    */
   /** stompPort: the publishers are STOMP 1.2 clients of that port (broker_stomp), sending SEND frames */
-  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number }
+  /** snPort: the publishers are MQTT-SN 1.2 clients of that UDP port (broker_sn), sending PUBLISH at QoS 0 to a registered topic id */
+  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number, snPort?: number }
   /**
    * awaitPeer: the other worker's subscribers report progress, and the publisher paces on them too.
    * v5Aliases: the subscribers are MQTT 5 clients with a Topic Alias Maximum and a Maximum Packet Size.

@@ -2,6 +2,7 @@
 // scenario and reports counts and latencies over IPC (see protocol.ts).
 import { publishBatch, RawClient, type ClientOptions } from './client.js'
 import type { FromWorker, Role, ToWorker, WorkerResult } from './protocol.js'
+import { SnPublisher } from './sn-client.js'
 import { sendBatch, StompPublisher } from './stomp-client.js'
 
 const PAYLOAD = Buffer.alloc(16, 0x61)
@@ -31,7 +32,7 @@ interface Load {
   peer?: (received: number) => void
 }
 
-const clients: Array<RawClient | StompPublisher> = []
+const clients: Array<RawClient | StompPublisher | SnPublisher> = []
 let load: Load | null = null
 let failed = false
 
@@ -89,10 +90,16 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     const sub = await connect(port, `bench-fi-sub-${process.pid}`, { onPublishFrame: () => { counts.received++ } })
     await sub.subscribe('bench/in/#', 0)
   }
-  const stompPort = role.stompPort
-  const pubs = await Promise.all(role.publishers.map(async (n) => stompPort === undefined
-    ? { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
-    : { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }))
+  const { stompPort, snPort } = role
+  const pubs = await Promise.all(role.publishers.map(async (n) => {
+    if (stompPort !== undefined) return { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
+    if (snPort !== undefined) {
+      const client = await SnPublisher.connect(snPort, `bench-sn-pub-${n}-${process.pid}`, `bench/in/${n}`, fail)
+      clients.push(client)
+      return { client, batch: client.batch(PAYLOAD, FAN_IN_BATCH) }
+    }
+    return { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
+  }))
   const window = role.window ?? Infinity
   let peerReceived = 0
   /** Messages given up on: QoS 0 may be dropped, and the window must not wait for them forever. */
@@ -113,7 +120,7 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     for (const resume of waiting.splice(0)) resume()
   }
   let running = false
-  const pump = (client: RawClient | StompPublisher, batch: Buffer): void => {
+  const pump = (client: RawClient | StompPublisher | SnPublisher, batch: Buffer): void => {
     for (let i = 0; i < WRITES_PER_TURN && running; i++) {
       if (!open()) {
         waiting.push(() => pump(client, batch))
