@@ -4,10 +4,11 @@
 // node with the gateway plugins loaded, once with MQTT publishers (QoS 0
 // PUBLISH) and once per gateway with its clients as the publishers (STOMP:
 // SEND frames, which broker_stomp publishes at QoS 1 on its in-process link;
-// LwM2M: 10 devices registered with broker_lwm2m, observed by it
-// (auto_observe), sending NON notifications of a TLV resource, each of which
-// the gateway decodes and publishes as EMQ X's JSON at QoS 1 on the device's
-// notify topic, here bench/in/<ep>/n).
+// MQTT-SN: PUBLISH datagrams at QoS 0 to a registered topic id, which
+// broker_sn publishes at QoS 0 on its link; LwM2M: 10 devices registered
+// with broker_lwm2m, observed by it (auto_observe), sending NON notifications
+// of a TLV resource, each of which the gateway decodes and publishes as EMQ
+// X's JSON at QoS 1 on the device's notify topic, here bench/in/<ep>/n).
 // Each run gets a fresh node and two fresh workers. See bench/README.md.
 import { Worker } from './pool.js'
 import type { Role } from './protocol.js'
@@ -19,8 +20,9 @@ export const GATEWAYS_SECTION = 'gateways'
 /** As in the cluster section: the publishers stay at most this many messages ahead of the subscriber. */
 const WINDOW = 10_000
 /**
- * The LwM2M devices' window: UDP has no flow control, so 10 000 datagrams ahead overflow the gateway
- * socket's receive buffer and the run measures the stall resets; this many fit in it.
+ * The LwM2M devices' window: every notification goes through the coap Agent and a QoS 1 publish,
+ * and UDP has no flow control: 10 000 datagrams ahead overflow the gateway socket's receive buffer
+ * and the run measures the stall resets; this many fit in it.
  */
 const UDP_WINDOW = 500
 const SETTLE_MS = 500
@@ -28,6 +30,7 @@ const SETTLE_MS = 500
 export const GATEWAY_RUNS = [
   { key: 'mqtt', title: 'MQTT publishers (PUBLISH, QoS 0)' },
   { key: 'stomp', title: 'STOMP publishers (SEND, broker_stomp)' },
+  { key: 'sn', title: 'MQTT-SN publishers (PUBLISH QoS 0 over UDP, broker_sn)' },
   { key: 'lwm2m', title: 'LwM2M devices (notifications, broker_lwm2m)' }
 ] as const
 export type GatewayRun = typeof GATEWAY_RUNS[number]['key']
@@ -36,19 +39,21 @@ export interface GatewayResults {
   /** msg/s received by the subscriber; null when that run failed */
   'msg/s': Record<GatewayRun, number | null>
   /** msg/s through the gateway / msg/s of the same load over MQTT */
-  ratio: { 'stomp/mqtt': number | null, 'lwm2m/mqtt': number | null }
+  ratio: { 'stomp/mqtt': number | null, 'sn/mqtt': number | null, 'lwm2m/mqtt': number | null }
 }
 
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 async function measure (key: GatewayRun, seconds: number): Promise<number> {
   const stompPort = await freePort()
+  // a free TCP port number, taken for UDP (nothing else binds it here)
+  const snPort = await freePort()
   const lwm2mPort = await freePort()
   const node = await Server.start('broker', {
-    label: `broker with broker_stomp and broker_lwm2m (${key})`,
+    label: `broker with broker_stomp, broker_sn and broker_lwm2m (${key})`,
     plugins: {
       broker_stomp: { 'stomp.listener': `127.0.0.1:${stompPort}`, 'stomp.listener.max_connections': '64' },
-      // (freePort is a TCP port; free for UDP too on this loopback, as a rule)
+      broker_sn: { 'mqtt.sn.port': `127.0.0.1:${snPort}`, 'mqtt.sn.advertise_duration': '0' },
       broker_lwm2m: { 'lwm2m.port': `127.0.0.1:${lwm2mPort}`, 'lwm2m.auto_observe': 'on', 'lwm2m.mountpoint': 'bench/in/%e/', 'lwm2m.topics.notify': 'n' }
     }
   })
@@ -56,7 +61,7 @@ async function measure (key: GatewayRun, seconds: number): Promise<number> {
   workers[0].onProgress = (received) => workers[1].send({ type: 'peer', received })
   const roles: Role[] = [
     { kind: 'fan-in', subscriber: true, publishers: [], window: WINDOW },
-    { kind: 'fan-in', subscriber: false, publishers: range(0, 10), window: key === 'lwm2m' ? UDP_WINDOW : WINDOW, ...(key === 'stomp' ? { stompPort } : key === 'lwm2m' ? { lwm2mPort } : {}) }
+    { kind: 'fan-in', subscriber: false, publishers: range(0, 10), window: key === 'lwm2m' ? UDP_WINDOW : WINDOW, ...(key === 'stomp' ? { stompPort } : key === 'sn' ? { snPort } : key === 'lwm2m' ? { lwm2mPort } : {}) }
   ]
   try {
     const results = await Promise.race([timedOn(workers, [node.port, node.port], roles, seconds, SETTLE_MS), node.died])
@@ -75,7 +80,7 @@ async function measure (key: GatewayRun, seconds: number): Promise<number> {
 
 /** Runs each in order; progress on stderr, failures into `errors`. */
 export async function runGatewaysSection (seconds: number, errors: string[]): Promise<GatewayResults> {
-  const results: GatewayResults = { 'msg/s': { mqtt: null, stomp: null, lwm2m: null }, ratio: { 'stomp/mqtt': null, 'lwm2m/mqtt': null } }
+  const results: GatewayResults = { 'msg/s': { mqtt: null, stomp: null, sn: null, lwm2m: null }, ratio: { 'stomp/mqtt': null, 'sn/mqtt': null, 'lwm2m/mqtt': null } }
   for (const { key, title } of GATEWAY_RUNS) {
     process.stderr.write(`${GATEWAYS_SECTION} ${title} ... `)
     try {
@@ -87,9 +92,10 @@ export async function runGatewaysSection (seconds: number, errors: string[]): Pr
       errors.push(`${GATEWAYS_SECTION} ${title}: ${message}`)
     }
   }
-  const { mqtt, stomp, lwm2m } = results['msg/s']
+  const { mqtt, stomp, sn, lwm2m } = results['msg/s']
   const ratio = (gateway: number | null): number | null => mqtt === null || gateway === null || mqtt === 0 ? null : gateway / mqtt
   results.ratio['stomp/mqtt'] = ratio(stomp)
+  results.ratio['sn/mqtt'] = ratio(sn)
   results.ratio['lwm2m/mqtt'] = ratio(lwm2m)
   return results
 }

@@ -4,6 +4,7 @@
 // as fast as the runner's window lets it: each write() sends `count`
 // datagrams built from one template (message id and Observe number patched).
 import { createSocket, type Socket } from 'node:dgram'
+import { EventEmitter } from 'node:events'
 import { generate, parse } from 'coap-packet'
 
 const TLV_FORMAT = Buffer.from([0x2d, 0x16])
@@ -15,7 +16,10 @@ export class Lwm2mPublisher {
   private template: Buffer = Buffer.alloc(0)
   private seqAt = 0
 
-  private constructor (readonly socket: Socket, private readonly port: number, readonly batch: number) {}
+  /** the pump's 'drain' (never emitted: write never says to wait) */
+  readonly socket = new EventEmitter()
+
+  private constructor (readonly udp: Socket, private readonly port: number, readonly batch: number) {}
 
   /** Registers `ep` and resolves once the gateway observes it; `onLost` if the gateway refuses it later. */
   static async connect (port: number, ep: string, batch: number, onLost: (err: Error) => void, timeoutMs = 10_000): Promise<Lwm2mPublisher> {
@@ -63,13 +67,13 @@ export class Lwm2mPublisher {
       this.seq = (this.seq + 1) & 0xffffff
       datagram.writeUInt16BE(this.messageId, 2)
       datagram.writeUIntBE(this.seq, this.seqAt, 3)
-      this.socket.send(datagram, this.port, '127.0.0.1')
+      this.udp.send(datagram, this.port, '127.0.0.1')
     }
     return true
   }
 
   close (): void {
     this.closing = true
-    this.socket.close()
+    this.udp.close()
   }
 }

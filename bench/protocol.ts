@@ -9,11 +9,10 @@ export type Role =
    * messages ahead of the subscriber, which may be in the other worker (its
    * progress then comes as `peer` messages); absent: no limit but TCP's.
    */
-  /**
-   * stompPort: the publishers are STOMP 1.2 clients of that port (broker_stomp), sending SEND frames;
-   * lwm2mPort: they are LwM2M devices of that UDP port (broker_lwm2m), sending notifications
-   */
-  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number, lwm2mPort?: number }
+  /** stompPort: the publishers are STOMP 1.2 clients of that port (broker_stomp), sending SEND frames */
+  /** snPort: the publishers are MQTT-SN 1.2 clients of that UDP port (broker_sn), sending PUBLISH at QoS 0 to a registered topic id */
+  /** lwm2mPort: they are LwM2M devices of that UDP port (broker_lwm2m), sending notifications */
+  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number, snPort?: number, lwm2mPort?: number }
   /**
    * awaitPeer: the other worker's subscribers report progress, and the publisher paces on them too.
    * v5Aliases: the subscribers are MQTT 5 clients with a Topic Alias Maximum and a Maximum Packet Size.

@@ -3,7 +3,7 @@
 // workers, and prints the figures and the broker's ratios to the other two
 // (broker / bare, broker / mosquitto); then the cluster
 // section (fan-in on one node, on a Redis cluster, across two nodes), the
-// gateways section (the same fan-in through broker_stomp and broker_lwm2m vs over MQTT), the
+// gateways section (the same fan-in through broker_stomp, broker_sn and broker_lwm2m vs over MQTT), the
 // web-hook section (the cost of broker_web_hook posting every message) and the
 // acl-chain section (allocation of the ACL check with a plugin). See
 // bench/README.md.
@@ -124,8 +124,8 @@ function printGateways (seconds: number, gateways: GatewayResults): void {
   }
   writeColumns(lines, 1)
   process.stdout.write('\nratio = msg/s / msg/s of the MQTT publishers; below 1 = the gateway is slower than the same load over MQTT ' +
-    '(a STOMP SEND is parsed, then published at QoS 1 on an in-process MQTT link; an LwM2M notification is one UDP datagram, ' +
-    'parsed as CoAP and its TLV decoded, then published as JSON at QoS 1; see bench/README.md).\n')
+    '(a STOMP SEND is parsed, then published at QoS 1 on an in-process MQTT link; an MQTT-SN PUBLISH is one UDP datagram, published at QoS 0 on it; ' +
+    'an LwM2M notification is one UDP datagram, parsed as CoAP and its TLV decoded, then published as JSON at QoS 1; see bench/README.md).\n')
 }
 
 function printWebHook (seconds: number, rounds: number, results: WebHookResults): void {

@@ -2,8 +2,9 @@
 // scenario and reports counts and latencies over IPC (see protocol.ts).
 import { publishBatch, RawClient, type ClientOptions } from './client.js'
 import type { FromWorker, Role, ToWorker, WorkerResult } from './protocol.js'
-import { sendBatch, StompPublisher } from './stomp-client.js'
+import { SnPublisher } from './sn-client.js'
 import { Lwm2mPublisher } from './lwm2m-client.js'
+import { sendBatch, StompPublisher } from './stomp-client.js'
 
 const PAYLOAD = Buffer.alloc(16, 0x61)
 /** Publishes per socket.write; writing each 30-byte packet alone would cost the client a syscall per message. */
@@ -32,7 +33,7 @@ interface Load {
   peer?: (received: number) => void
 }
 
-const clients: Array<RawClient | StompPublisher | Lwm2mPublisher> = []
+const clients: Array<RawClient | StompPublisher | SnPublisher | Lwm2mPublisher> = []
 let load: Load | null = null
 let failed = false
 
@@ -65,13 +66,6 @@ async function connectStomp (port: number): Promise<StompPublisher> {
   return client
 }
 
-async function connectLwm2m (port: number, ep: string): Promise<Lwm2mPublisher> {
-  // a device whose notifications (FAN_IN_BATCH a write) the gateway publishes (its mountpoint under bench/in/)
-  const client = await Lwm2mPublisher.connect(port, ep, FAN_IN_BATCH, fail)
-  clients.push(client)
-  return client
-}
-
 /** Snapshots the counters at the warm-up mark and at the end, then calls stop(). */
 async function measure (counts: Counts, warmupMs: number, measureMs: number, stop: () => void, onMark?: () => void): Promise<WorkerResult> {
   return await new Promise((resolve) => {
@@ -97,12 +91,22 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     const sub = await connect(port, `bench-fi-sub-${process.pid}`, { onPublishFrame: () => { counts.received++ } })
     await sub.subscribe('bench/in/#', 0)
   }
-  const { stompPort, lwm2mPort } = role
-  const pubs = await Promise.all(role.publishers.map(async (n) => stompPort !== undefined
-    ? { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
-    : lwm2mPort !== undefined
-      ? { client: await connectLwm2m(lwm2mPort, `bench-ep-${n}-${process.pid}`), batch: Buffer.alloc(0) }
-      : { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }))
+  const { stompPort, snPort, lwm2mPort } = role
+  const pubs = await Promise.all(role.publishers.map(async (n) => {
+    if (stompPort !== undefined) return { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
+    if (snPort !== undefined) {
+      const client = await SnPublisher.connect(snPort, `bench-sn-pub-${n}-${process.pid}`, `bench/in/${n}`, fail)
+      clients.push(client)
+      return { client, batch: client.batch(PAYLOAD, FAN_IN_BATCH) }
+    }
+    if (lwm2mPort !== undefined) {
+      // a device whose notifications (FAN_IN_BATCH a write) the gateway publishes (its mountpoint under bench/in/)
+      const client = await Lwm2mPublisher.connect(lwm2mPort, `bench-ep-${n}-${process.pid}`, FAN_IN_BATCH, fail)
+      clients.push(client)
+      return { client, batch: Buffer.alloc(0) }
+    }
+    return { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
+  }))
   const window = role.window ?? Infinity
   let peerReceived = 0
   /** Messages given up on: QoS 0 may be dropped, and the window must not wait for them forever. */
@@ -123,7 +127,7 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     for (const resume of waiting.splice(0)) resume()
   }
   let running = false
-  const pump = (client: RawClient | StompPublisher | Lwm2mPublisher, batch: Buffer): void => {
+  const pump = (client: RawClient | StompPublisher | SnPublisher | Lwm2mPublisher, batch: Buffer): void => {
     for (let i = 0; i < WRITES_PER_TURN && running; i++) {
       if (!open()) {
         waiting.push(() => pump(client, batch))

@@ -110,7 +110,8 @@ t.test('connections, file descriptors and CPU alarms', async (t) => {
   b.node.config.set('os_mon.cpu_low_watermark', '100%')
   await new Promise((resolve) => setTimeout(resolve, 200))
   obs.osMon.checkCpu()
-  t.notOk(obs.alarms.isRaised('cpu_high_watermark'), 'cleared below the low watermark')
+  // at or below the low watermark clears: at 100% it clears even on a machine other work keeps busy
+  t.notOk(obs.alarms.isRaised('cpu_high_watermark'), 'cleared at the low watermark')
 })
 
 t.test('sysmon long_schedule: a synchronous busy loop', async (t) => {
@@ -126,7 +127,8 @@ t.test('sysmon long_schedule: a synchronous busy loop', async (t) => {
 
 t.test('sysmon large_heap, and repeats are rate-limited', async (t) => {
   const b = await broker(t, { 'sysmon.large_heap': '1MB' })
-  const watcher = await watch(t, b, `${PREFIX}sysmon/#`)
+  // large_heap alone: a loaded machine may have the other kinds report too
+  const watcher = await watch(t, b, `${PREFIX}sysmon/large_heap`)
   const held = Array.from({ length: 200_000 }, (_, i) => ({ i, s: `item ${i}` }))
   const got = nextMessages(watcher, 1)
   b.node.observability.sysmon.check()
@@ -147,7 +149,8 @@ t.test('sysmon long_gc: a real full garbage collection over a large heap', async
   const got = nextMessages(watcher, 1, 10_000)
   gc()
   const [m] = await got
-  t.match(m.payload, /^long_gc: \w+ garbage collection paused the broker for \d+ ms \(over 1 ms\)$/)
+  // the first pause over 1 ms may be a minor one: any kind perf_hooks names, not a code the table lacks
+  t.match(m.payload, /^long_gc: (minor|major|incremental|weakcb) garbage collection paused the broker for \d+ ms \(over 1 ms\)$/)
   t.ok(held.length > 0)
 })
 

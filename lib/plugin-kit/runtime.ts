@@ -71,6 +71,12 @@ const GC_KINDS: ReadonlyArray<readonly [number, GcKind]> = Object.freeze([
   [constants.NODE_PERFORMANCE_GC_WEAKCB, 'weakcb']
 ] as const)
 
+/** The kind of a gc entry, from its perf_hooks `detail.kind` code. */
+export function gcKind (code: number | undefined): GcKind | undefined {
+  for (const [value, kind] of GC_KINDS) if (code === value) return kind
+  return undefined
+}
+
 export interface GcProbe {
   /** the collections seen since the probe was made (a copy) */
   read: () => GcFigures
@@ -92,7 +98,8 @@ export function gcProbe (): GcProbe {
     for (const entry of list.getEntries()) {
       const code = (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0
       add(figures.total, entry.duration)
-      for (const [value, kind] of GC_KINDS) if (code === value) add(figures.by_kind[kind], entry.duration)
+      const kind = gcKind(code)
+      if (kind !== undefined) add(figures.by_kind[kind], entry.duration)
     }
   })
   observer.observe({ entryTypes: ['gc'] })

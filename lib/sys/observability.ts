@@ -207,6 +207,16 @@ export class Observability {
     this.sysmon.check()
   }
 
+  * #connections (): Generator<WatchedConnection> {
+    if (this.#parts === null) return
+    for (const client of engineClients(this.#parts.engine)) {
+      const socket = clientSocket(client)
+      if (socket === undefined) continue
+      const info = clientState(client)?.info
+      yield { clientId: client.id, address: `${info?.ipAddress ?? 'undefined'}:${info?.port ?? 0}`, writableLength: socket.writableLength }
+    }
+  }
+
   #on<A extends unknown[]> (event: string, listener: (...args: A) => void): void {
     const engine = this.#parts!.engine as unknown as NodeJS.EventEmitter
     const handler = listener as (...args: unknown[]) => void
@@ -237,16 +247,6 @@ export class Observability {
     stats.set('topics', routes.topics)
     stats.set('routes', routes.topics)
     stats.set('retained', parts.retained.count())
-  }
-
-  * #connections (): Generator<WatchedConnection> {
-    if (this.#parts === null) return
-    for (const client of engineClients(this.#parts.engine)) {
-      const socket = clientSocket(client)
-      if (socket === undefined) continue
-      const info = clientState(client)?.info
-      yield { clientId: client.id, address: `${info?.ipAddress ?? 'undefined'}:${info?.port ?? 0}`, writableLength: socket.writableLength }
-    }
   }
 
   async #processFigures (): Promise<ProcessFigures> {

@@ -74,7 +74,7 @@ export class OsMon {
     const low = this.config.get('os_mon.cpu_low_watermark')
     if (use > high) {
       this.alarms.raise({ id: 'cpu_high_watermark', severity: 'warning', title: 'CPU use high', summary: `system CPU use ${pct(use)} is above ${pct(high)}` })
-    } else if (use < low) {
+    } else if (use <= low) {
       this.alarms.clear('cpu_high_watermark')
     }
     return use

@@ -20,6 +20,7 @@
 import { PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks'
 import type { Config } from '../config/store.js'
 import type { Logger } from '../log.js'
+import { gcKind } from '../plugin-kit/runtime.js'
 
 export type SysmonKind = 'long_gc' | 'long_schedule' | 'large_heap' | 'busy_port' | 'busy_dist_port'
 
@@ -31,7 +32,6 @@ export type SysmonPublisher = (kind: SysmonKind, text: string) => void
 const CHECK_MS = 1000
 const DRIFT_MS = 50
 const REPEAT_MS = 30_000
-const GC_KINDS: Record<number, string> = { 1: 'minor', 2: 'major', 4: 'incremental', 8: 'weak callbacks' }
 
 const mb = (bytes: number): string => `${Math.round(bytes / 1048576 * 10) / 10} MB`
 
@@ -108,7 +108,7 @@ export class SysMon {
     if (limit === 0) return
     for (const entry of entries) {
       if (entry.duration <= limit) continue
-      const kind = GC_KINDS[(entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0] ?? 'a'
+      const kind = gcKind((entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind) ?? 'a'
       this.#report('long_gc', 'long_gc', `${kind} garbage collection paused the broker for ${Math.round(entry.duration)} ms (over ${limit} ms)`)
     }
   }

@@ -123,6 +123,8 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
   broker_stomp: async () => ({ settings: { 'stomp.listener': '127.0.0.1:0' } }),
   broker_lwm2m: async () => ({ settings: { 'lwm2m.port': '127.0.0.1:0' } }),
+  // no ADVERTISE broadcast from a test
+  broker_sn: async () => ({ settings: { 'mqtt.sn.port': '127.0.0.1:0', 'mqtt.sn.advertise_duration': 0 } }),
   // every module on; the rule matches the traffic's topics and rewrites them to themselves, so routing is untouched while it runs
   broker_modules: async () => ({
     settings: {
