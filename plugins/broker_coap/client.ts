@@ -179,14 +179,15 @@ export class CoapClient {
     return this.#nextSeq()
   }
 
-  /** GET with Observe=1: ends this peer's observations of `filter` (and the one of the request's token). */
+  /**
+   * GET with Observe=1: ends the client's observations of `filter`, from
+   * whichever address (as EMQ X: the topic is unsubscribed), and the one of
+   * the request's own token (RFC 7641 §3.6).
+   */
   cancel (request: coap.CoapRequest, filter: string): void {
-    const peer = coap.peerKey(request.peer)
-    const byToken = this.#observations.get(`${peer}|${request.message.token.toString('hex')}`)
+    const byToken = this.#observations.get(`${coap.peerKey(request.peer)}|${request.message.token.toString('hex')}`)
     if (byToken !== undefined) this.#forget(byToken)
-    for (const observation of [...this.#observations.values()]) {
-      if (observation.filter === filter && coap.peerKey(observation.peer) === peer) this.#forget(observation)
-    }
+    for (const observation of [...this.#filters.get(filter)?.observations ?? []]) this.#forget(observation)
   }
 
   #forget (observation: Observation): void {
