@@ -3,8 +3,10 @@
 // payloads, at most WINDOW messages ahead of the subscriber) on one broker
 // node with the gateway plugins loaded, once with MQTT publishers (QoS 0
 // PUBLISH) and once per gateway with its clients as the publishers (STOMP:
-// SEND frames, which broker_stomp publishes at QoS 1 on its in-process link).
+// SEND frames, which broker_stomp publishes at QoS 1 on its in-process link;
+// CoAP: NON PUT requests, which broker_coap publishes at QoS 0).
 // Each run gets a fresh node and two fresh workers. See bench/README.md.
+import { createSocket } from 'node:dgram'
 import { Worker } from './pool.js'
 import type { Role } from './protocol.js'
 import { range, receivedPerSecond, timedOn } from './scenarios.js'
@@ -18,7 +20,8 @@ const SETTLE_MS = 500
 
 export const GATEWAY_RUNS = [
   { key: 'mqtt', title: 'MQTT publishers (PUBLISH, QoS 0)' },
-  { key: 'stomp', title: 'STOMP publishers (SEND, broker_stomp)' }
+  { key: 'stomp', title: 'STOMP publishers (SEND, broker_stomp)' },
+  { key: 'coap', title: 'CoAP publishers (NON PUT, broker_coap)' }
 ] as const
 export type GatewayRun = typeof GATEWAY_RUNS[number]['key']
 
@@ -26,22 +29,35 @@ export interface GatewayResults {
   /** msg/s received by the subscriber; null when that run failed */
   'msg/s': Record<GatewayRun, number | null>
   /** msg/s through the gateway / msg/s of the same load over MQTT */
-  ratio: { 'stomp/mqtt': number | null }
+  ratio: { 'stomp/mqtt': number | null, 'coap/mqtt': number | null }
+}
+
+/** A UDP port free now (bound to port 0, then released). */
+async function freeUdpPort (): Promise<number> {
+  const socket = createSocket('udp4')
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+  const { port } = socket.address()
+  await new Promise<void>((resolve) => socket.close(() => resolve()))
+  return port
 }
 
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 async function measure (key: GatewayRun, seconds: number): Promise<number> {
   const stompPort = await freePort()
+  const coapPort = await freeUdpPort()
   const node = await Server.start('broker', {
-    label: `broker with broker_stomp (${key})`,
-    plugins: { broker_stomp: { 'stomp.listener': `127.0.0.1:${stompPort}`, 'stomp.listener.max_connections': '64' } }
+    label: `broker with broker_stomp and broker_coap (${key})`,
+    plugins: {
+      broker_stomp: { 'stomp.listener': `127.0.0.1:${stompPort}`, 'stomp.listener.max_connections': '64' },
+      broker_coap: { 'coap.port': `127.0.0.1:${coapPort}` }
+    }
   })
   const workers = [new Worker(0), new Worker(1)]
   workers[0].onProgress = (received) => workers[1].send({ type: 'peer', received })
   const roles: Role[] = [
     { kind: 'fan-in', subscriber: true, publishers: [], window: WINDOW },
-    { kind: 'fan-in', subscriber: false, publishers: range(0, 10), window: WINDOW, ...(key === 'stomp' ? { stompPort } : {}) }
+    { kind: 'fan-in', subscriber: false, publishers: range(0, 10), window: WINDOW, ...(key === 'stomp' ? { stompPort } : key === 'coap' ? { coapPort } : {}) }
   ]
   try {
     const results = await Promise.race([timedOn(workers, [node.port, node.port], roles, seconds, SETTLE_MS), node.died])
@@ -60,7 +76,7 @@ async function measure (key: GatewayRun, seconds: number): Promise<number> {
 
 /** Runs each in order; progress on stderr, failures into `errors`. */
 export async function runGatewaysSection (seconds: number, errors: string[]): Promise<GatewayResults> {
-  const results: GatewayResults = { 'msg/s': { mqtt: null, stomp: null }, ratio: { 'stomp/mqtt': null } }
+  const results: GatewayResults = { 'msg/s': { mqtt: null, stomp: null, coap: null }, ratio: { 'stomp/mqtt': null, 'coap/mqtt': null } }
   for (const { key, title } of GATEWAY_RUNS) {
     process.stderr.write(`${GATEWAYS_SECTION} ${title} ... `)
     try {
@@ -72,7 +88,8 @@ export async function runGatewaysSection (seconds: number, errors: string[]): Pr
       errors.push(`${GATEWAYS_SECTION} ${title}: ${message}`)
     }
   }
-  const { mqtt, stomp } = results['msg/s']
+  const { mqtt, stomp, coap } = results['msg/s']
   results.ratio['stomp/mqtt'] = mqtt === null || stomp === null || mqtt === 0 ? null : stomp / mqtt
+  results.ratio['coap/mqtt'] = mqtt === null || coap === null || mqtt === 0 ? null : coap / mqtt
   return results
 }

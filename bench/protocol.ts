@@ -9,8 +9,8 @@ export type Role =
    * messages ahead of the subscriber, which may be in the other worker (its
    * progress then comes as `peer` messages); absent: no limit but TCP's.
    */
-  /** stompPort: the publishers are STOMP 1.2 clients of that port (broker_stomp), sending SEND frames */
-  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number }
+  /** stompPort: the publishers are STOMP 1.2 clients of that port (broker_stomp), sending SEND frames; coapPort: CoAP clients of that UDP port (broker_coap), sending NON PUT requests */
+  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number, coapPort?: number }
   /**
    * awaitPeer: the other worker's subscribers report progress, and the publisher paces on them too.
    * v5Aliases: the subscribers are MQTT 5 clients with a Topic Alias Maximum and a Maximum Packet Size.

@@ -3,6 +3,7 @@
 import { publishBatch, RawClient, type ClientOptions } from './client.js'
 import type { FromWorker, Role, ToWorker, WorkerResult } from './protocol.js'
 import { sendBatch, StompPublisher } from './stomp-client.js'
+import { CoapPublisher, putBatch } from './coap-client.js'
 
 const PAYLOAD = Buffer.alloc(16, 0x61)
 /** Publishes per socket.write; writing each 30-byte packet alone would cost the client a syscall per message. */
@@ -31,7 +32,7 @@ interface Load {
   peer?: (received: number) => void
 }
 
-const clients: Array<RawClient | StompPublisher> = []
+const clients: Array<RawClient | StompPublisher | CoapPublisher> = []
 let load: Load | null = null
 let failed = false
 
@@ -64,6 +65,12 @@ async function connectStomp (port: number): Promise<StompPublisher> {
   return client
 }
 
+async function connectCoap (port: number, clientId: string, topic: string): Promise<CoapPublisher> {
+  const client = await CoapPublisher.connect(port, clientId, topic, PAYLOAD)
+  clients.push(client)
+  return client
+}
+
 /** Snapshots the counters at the warm-up mark and at the end, then calls stop(). */
 async function measure (counts: Counts, warmupMs: number, measureMs: number, stop: () => void, onMark?: () => void): Promise<WorkerResult> {
   return await new Promise((resolve) => {
@@ -89,10 +96,14 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     const sub = await connect(port, `bench-fi-sub-${process.pid}`, { onPublishFrame: () => { counts.received++ } })
     await sub.subscribe('bench/in/#', 0)
   }
-  const stompPort = role.stompPort
-  const pubs = await Promise.all(role.publishers.map(async (n) => stompPort === undefined
-    ? { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
-    : { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }))
+  const { stompPort, coapPort } = role
+  const pubs = await Promise.all(role.publishers.map(async (n) => {
+    const id = `bench-fi-pub-${n}-${process.pid}`
+    if (coapPort !== undefined) return { client: await connectCoap(coapPort, id, `bench/in/${n}`), batch: putBatch(id, `bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
+    return stompPort === undefined
+      ? { client: await connect(port, id), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
+      : { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
+  }))
   const window = role.window ?? Infinity
   let peerReceived = 0
   /** Messages given up on: QoS 0 may be dropped, and the window must not wait for them forever. */
@@ -113,7 +124,7 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     for (const resume of waiting.splice(0)) resume()
   }
   let running = false
-  const pump = (client: RawClient | StompPublisher, batch: Buffer): void => {
+  const pump = (client: RawClient | StompPublisher | CoapPublisher, batch: Buffer): void => {
     for (let i = 0; i < WRITES_PER_TURN && running; i++) {
       if (!open()) {
         waiting.push(() => pump(client, batch))

@@ -122,6 +122,7 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_web_hook: webHookEndpoint,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
   broker_stomp: async () => ({ settings: { 'stomp.listener': '127.0.0.1:0' } }),
+  broker_coap: async () => ({ settings: { 'coap.port': '127.0.0.1:0' } }),
   // every module on; the rule matches the traffic's topics and rewrites them to themselves, so routing is untouched while it runs
   broker_modules: async () => ({
     settings: {
