@@ -38,6 +38,9 @@ export interface Observation {
 
 /** messages held for an observation until its 2.05 went out; more are dropped */
 const EARLY_MAX = 32
+/** publishes awaiting the engine, and bytes waiting in the link, beyond which the client's next request is refused with 5.03 */
+const BACKLOG_MAX = 256
+const LINK_BYTES_MAX = 1024 * 1024
 
 interface Filter { subscriptionId: number, observations: Set<Observation> }
 
@@ -80,6 +83,7 @@ export class CoapClient {
       protoName: 'CoAP',
       protoVer: 1
     })
+    this.#linkBytes = () => link.stream.writableLength
     this.#countBytes = (received, sent) => { if (this.#counting && deps.ctx.config['coap.enable_stats']) link.countBytes(received, sent) }
     this.#gateway = new GatewayClient(link, deps.ctx.timers, {
       onMessage: (message, ack) => this.#message(message, ack),
@@ -88,6 +92,12 @@ export class CoapClient {
   }
 
   readonly #countBytes: (received: number, sent: number) => void
+  readonly #linkBytes: () => number
+
+  /** The engine is behind with this client's messages: a flood of requests is refused (5.03) rather than buffered without bound. */
+  get congested (): boolean {
+    return this.#gateway.backlog >= BACKLOG_MAX || this.#linkBytes() >= LINK_BYTES_MAX
+  }
 
   get open (): boolean {
     return !this.#closed && this.#gateway.open

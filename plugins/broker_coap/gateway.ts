@@ -98,6 +98,10 @@ export class CoapGateway {
       return
     }
     client.touch(request.size, 0)
+    if (publishing && client.congested) {
+      respond({ code: CODE.SERVICE_UNAVAILABLE, options: [{ number: OPTION.MAX_AGE, value: coap.uintOption(1) }], payload: 'the broker is behind with this client\'s messages: retry later' })
+      return
+    }
     if (publishing) {
       const code = await client.publish({ topic, payload: request.payload, qos, retain: query.retain === 'true' })
       if (code < 0x80) respond({ code: CODE.CHANGED })
@@ -134,7 +138,9 @@ export class CoapGateway {
     const key = `${clientId}\x00${digest.toString('hex')}`
     const under = this.#connecting.get(key)
     if (under !== undefined) return await under
-    if (existing === undefined && this.#clients.size + this.#connecting.size >= this.#ctx.config['coap.max_clients']) {
+    // a connect in flight holds a link and an auth chain call: they count against the limit too (a flood of new credentials for one id as well)
+    const max = this.#ctx.config['coap.max_clients']
+    if (this.#connecting.size >= max || (existing === undefined && this.#clients.size + this.#connecting.size >= max)) {
       return { code: CODE.SERVICE_UNAVAILABLE, payload: `too many CoAP clients (coap.max_clients = ${this.#ctx.config['coap.max_clients']})` }
     }
     const connecting = this.#connect(clientId, query, digest, request.peer)
