@@ -152,6 +152,17 @@ export class RawCoap {
     })
   }
 
+  /** A CON sent again every `everyMs` until its answer (same message id) comes: a client's retransmission, for datagrams a flood may drop. */
+  async exchange (message: coap.CoapMessage, everyMs = 500): Promise<coap.CoapMessage> {
+    const bytes = coap.serialize(message)
+    const timer = setInterval(() => this.sendBytes(bytes), everyMs)
+    try {
+      return await this.next((m) => m.messageId === message.messageId && m.type !== coap.TYPE.CON, `the answer to ${message.messageId}`, 30_000)
+    } finally {
+      clearInterval(timer)
+    }
+  }
+
   ack (message: coap.CoapMessage): void {
     this.send({ type: coap.TYPE.ACK, code: coap.CODE.EMPTY, messageId: message.messageId })
   }

@@ -275,6 +275,28 @@ t.test('kicked through the API: the observer gets a final 5.03, the client leave
   t.ok(await connection('coap-kicked'))
 })
 
+t.test('a flood from one peer (2000 NON PUTs, 500 CON pings, 200 client ids) is answered or refused, never crashes; coap.max_clients holds', async (t) => {
+  const got = collect('to-mqtt/flood')
+  const peer = raw()
+  for (let i = 0; i < 2000; i++) peer.request(CODE.PUT, ['mqtt', 'to-mqtt', 'flood'], ['c=coap-flood'], { type: TYPE.NON, payload: Buffer.from(String(i)) })
+  for (let i = 0; i < 500; i++) peer.send({ code: CODE.EMPTY })
+  const path = `/nodes/${node.node.name}/plugin_configs/broker_coap`
+  const clientsNow = (await listener()).current_conns
+  t.equal((await node.http('PUT', path, { 'coap.max_clients': String(clientsNow + 50) })).status, 200)
+  t.teardown(async () => { await node.http('PUT', path, { 'coap.max_clients': null }) })
+  const puts = Array.from({ length: 200 }, (_, i) => peer.request(CODE.PUT, ['mqtt', 'to-mqtt', 'many'], [`c=coap-many-${i}`], { payload: Buffer.from('x') }))
+  const answers = await Promise.all(puts.map(async (put) => await peer.exchange(put)))
+  const codes = answers.map((m) => coap.codeText(m.code))
+  t.ok(codes.every((c) => c === '2.04' || c === '5.03'), 'each new client is let in or refused 5.03')
+  t.ok(codes.filter((c) => c === '2.04').length <= 50, 'no more than coap.max_clients')
+  t.ok(codes.includes('5.03'), 'the clients beyond the limit are refused')
+  t.ok((await listener()).current_conns <= clientsNow + 50)
+  const last = peer.request(CODE.PUT, ['mqtt', 'to-mqtt', 'flood'], ['c=coap-flood'], { payload: Buffer.from('last') })
+  t.match(await peer.exchange(last), { code: CODE.CHANGED }, 'the gateway still answers')
+  await until('the last flood message arrived', () => got.includes('last'))
+  t.ok(got.length <= 2001, 'nothing published twice')
+})
+
 t.test('live settings: a bad value is refused with file:line; coap.keepalive ends a silent client', async (t) => {
   const path = `/nodes/${node.node.name}/plugin_configs/broker_coap`
   const bad = await node.http('PUT', path, { 'coap.max_retransmit': 'lots' })
