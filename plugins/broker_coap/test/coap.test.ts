@@ -80,7 +80,7 @@ t.before(async () => {
     // short RFC 7252 timers: a withheld ACK ends an observation within a second
     settings: { 'coap.port': '127.0.0.1:0', 'coap.ack_timeout': '100ms', 'coap.max_retransmit': 2, 'coap.max_body_size': '4KB', 'coap.enable_stats': 'on' },
     node: { 'mqtt.acl_file': acl },
-    others: { broker_auth_username: { 'auth.user.1.username': 'alice', 'auth.user.1.password': 'secret' }, broker_modules: {} },
+    others: { broker_auth_username: { 'auth.user.1.username': 'alice', 'auth.user.1.password': 'secret' }, broker_modules: {}, broker_retainer: {} },
     withApi: true
   })
   port = Number((await listener()).listen_on.split(':')[1])
@@ -161,6 +161,18 @@ t.test('block-wise: coap-client -b 64 PUT (Block1), npm coap PUT over a datagram
   await until('coap-client put the 64-byte blocks together', () => cli.stdout.includes(large))
   cli.stop()
   await cli.done
+})
+
+t.test('a retained message is notified right after the 2.05 that registers the observation, numbered after it', async (t) => {
+  await mqtt.publishAsync('kept/topic', 'retained payload', { qos: 1, retain: true })
+  const peer = raw()
+  const register = peer.request(CODE.GET, ['mqtt', 'kept', '#'], ['c=coap-retained'], { type: TYPE.NON }, [{ number: OPTION.OBSERVE, value: Buffer.alloc(0) }])
+  const registered = await peer.next((m) => m.token.equals(register.token) && m.code === CODE.CONTENT && m.payload.length === 0)
+  const notified = await peer.next((m) => m.token.equals(register.token) && m.payload.toString() === 'retained payload')
+  t.ok(peer.received.indexOf(registered) < peer.received.indexOf(notified), 'the 2.05 first')
+  t.ok(coap.uint(notified, OPTION.OBSERVE)! > coap.uint(registered, OPTION.OBSERVE)!)
+  if (notified.type === TYPE.CON) peer.ack(notified)
+  await mqtt.publishAsync('kept/topic', '', { qos: 1, retain: true })
 })
 
 t.test('CON notifications (QoS 1): retransmitted until ACKed; an observer that never ACKs, or answers RST, is removed', async (t) => {
