@@ -255,3 +255,37 @@ t.test('endpoint: Block1 put together, Block2 sliced and served to follow-ups', 
   t.equal(coap.uint(first, OPTION.OBSERVE), 9)
   t.same(coap.readBlock(coap.option(first, OPTION.BLOCK2)!), { num: 0, more: true, szx: 6 })
 })
+
+t.test('endpoint as a client: request() gets the piggybacked answer of another endpoint, a separate one, and fails on RST', async (t) => {
+  const server = endpoint(t, (req, respond) => respond({ code: CODE.CONTENT, payload: `you asked ${req.path.join('/')}` }))
+  const client = endpoint(t)
+  const SERVER = { address: '127.0.0.1', port: 5683 }
+  const CLIENT = { address: '127.0.0.1', port: 40000 }
+  // wire them: what one sends, the other receives
+  let delivered = 0
+  const pump = (): void => {
+    for (; delivered < client.sent.length; delivered++) server.endpoint.receive(client.sent[delivered].bytes, CLIENT)
+  }
+  const asking = client.endpoint.request(SERVER, { code: CODE.GET, options: [{ number: OPTION.URI_PATH, value: Buffer.from('3') }, { number: OPTION.URI_PATH, value: Buffer.from('0') }] })
+  await new Promise((resolve) => setImmediate(resolve))
+  pump()
+  client.endpoint.receive(server.sent[0].bytes, SERVER)
+  const answer = await asking
+  t.match(answer, { type: TYPE.ACK, code: CODE.CONTENT })
+  t.equal(answer.payload.toString(), 'you asked 3/0')
+
+  // an empty ACK first, the answer later in a CON of its own (which the client ACKs)
+  const separate = client.endpoint.request(SERVER, { code: CODE.GET })
+  await new Promise((resolve) => setImmediate(resolve))
+  const sent = coap.parse(client.sent.at(-1)!.bytes)
+  client.endpoint.receive(coap.serialize({ type: TYPE.ACK, code: CODE.EMPTY, messageId: sent.messageId, token: Buffer.alloc(0), options: [], payload: Buffer.alloc(0) }), SERVER)
+  client.endpoint.receive(coap.serialize({ type: TYPE.CON, code: CODE.CONTENT, messageId: 7, token: sent.token, options: [], payload: Buffer.from('later') }), SERVER)
+  t.equal((await separate).payload.toString(), 'later')
+  t.match(coap.parse(client.sent.at(-1)!.bytes), { type: TYPE.ACK, code: CODE.EMPTY, messageId: 7 }, 'the separate answer ACKed')
+
+  const refused = client.endpoint.request(SERVER, { code: CODE.GET })
+  await new Promise((resolve) => setImmediate(resolve))
+  const third = coap.parse(client.sent.at(-1)!.bytes)
+  client.endpoint.receive(coap.serialize({ type: TYPE.RST, code: CODE.EMPTY, messageId: third.messageId, token: Buffer.alloc(0), options: [], payload: Buffer.alloc(0) }), SERVER)
+  await t.rejects(refused, /reset/)
+})
