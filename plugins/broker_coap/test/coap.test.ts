@@ -321,4 +321,14 @@ t.test('live settings: a bad value is refused with file:line; coap.keepalive end
   await peer.next((m) => m.messageId === put.messageId)
   t.equal((await connection('coap-idle'))?.keepalive, 1)
   await until('the silent client is disconnected', async () => await connection('coap-idle') === undefined)
+
+  // a silent observer is pinged (an Empty CON): answering keeps it, silence ends it
+  const observer = raw()
+  const register = observer.request(CODE.GET, ['mqtt', 'idle', 'obs'], ['c=coap-idle-obs'], {}, [{ number: OPTION.OBSERVE, value: Buffer.alloc(0) }])
+  await observer.next((m) => m.messageId === register.messageId)
+  const ping = await observer.next((m) => m.type === TYPE.CON && m.code === CODE.EMPTY, 'a CoAP ping')
+  observer.reset(ping)
+  await observer.next((m) => m.type === TYPE.CON && m.code === CODE.EMPTY && m.messageId !== ping.messageId, 'the next ping, a keep-alive later')
+  t.ok(await connection('coap-idle-obs'), 'the answered ping kept the client')
+  await until('the silent observer is disconnected', async () => await connection('coap-idle-obs') === undefined)
 })
