@@ -287,6 +287,14 @@ t.test('kicked through the API: the observer gets a final 5.03, the client leave
   t.ok(await connection('coap-kicked'))
 })
 
+t.test('a banned client id is refused 4.03 with its reason', async (t) => {
+  t.equal((await node.http('POST', '/banned/', { who: 'coap-banned', as: 'client_id', reason: 'test' })).status, 200)
+  t.teardown(async () => { await node.http('DELETE', '/banned/coap-banned?as=client_id') })
+  const banned = await coapClient(['-m', 'put', '-e', 'x', url('to-mqtt/a', 'c=coap-banned')])
+  t.match(banned.stderr, /4\.03 this client is banned \(banned\)/)
+  t.equal(await connection('coap-banned'), undefined)
+})
+
 t.test('a flood from one peer (2000 NON PUTs, 500 CON pings, 200 client ids) is answered or refused, never crashes; coap.max_clients holds', async (t) => {
   const got = collect('to-mqtt/flood')
   const peer = raw()
