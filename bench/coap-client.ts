@@ -2,8 +2,8 @@
 // PUT first (its 2.04 says the gateway connected the client id), then NON
 // PUT requests to coap://…/mqtt/<topic>?c=<id> written as given (a batch is
 // `count` copies of one datagram, each sent with its own message id: the
-// gateway deduplicates by message id). The gateway's NON 2.04 answers are
-// read and dropped.
+// gateway deduplicates by message id), with No-Response: 2 (RFC 7967: no 2.04
+// for them; an error answer would still come, and is read and dropped).
 import { createSocket, type Socket } from 'node:dgram'
 import { coap } from '../lib/plugin-kit/index.js'
 
@@ -56,7 +56,9 @@ function request (type: coap.CoapType, messageId: number, clientId: string, topi
     token: Buffer.alloc(0),
     options: [
       ...['mqtt', ...topic.split('/')].map((segment) => ({ number: coap.OPTION.URI_PATH, value: Buffer.from(segment) })),
-      { number: coap.OPTION.URI_QUERY, value: Buffer.from(`c=${clientId}`) }
+      { number: coap.OPTION.URI_QUERY, value: Buffer.from(`c=${clientId}`) },
+      // RFC 7967: no 2.04 for the NON PUTs (a telemetry device's choice); a refusal still comes back
+      ...(type === coap.TYPE.NON ? [{ number: coap.OPTION.NO_RESPONSE, value: coap.uintOption(2) }] : [])
     ],
     payload
   })

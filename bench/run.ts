@@ -124,7 +124,7 @@ function printGateways (seconds: number, gateways: GatewayResults): void {
   }
   writeColumns(lines, 1)
   process.stdout.write('\nratio = msg/s / msg/s of the MQTT publishers; below 1 = the gateway is slower than the same load over MQTT ' +
-    '(a STOMP SEND is parsed, then published at QoS 1 on an in-process MQTT link; a CoAP NON PUT is parsed, deduplicated, answered with a NON 2.04 ' +
+    '(a STOMP SEND is parsed, then published at QoS 1 on an in-process MQTT link; a CoAP NON PUT (No-Response: 2) is parsed, deduplicated ' +
     'and published at QoS 0 on its link; see bench/README.md).\n')
 }
 

@@ -4,7 +4,8 @@
 // through one handler and sends messages of its own:
 // - requests: deduplicated by message id for EXCHANGE_LIFETIME (a duplicate
 //   CON gets the same answer again, a duplicate NON nothing), a CON
-//   answered by a piggybacked ACK, a NON by a NON; Empty CON (ping) → RST;
+//   answered by a piggybacked ACK, a NON by a NON (none for the classes a
+//   No-Response option refuses, RFC 7967); Empty CON (ping) → RST;
 //   a malformed datagram is dropped (a CON whose header was readable gets
 //   RST); an unknown critical option → 4.02;
 // - Block1 (RFC 7959 §2.5): blocks put together per peer and URI, 2.31
@@ -146,6 +147,8 @@ interface PeerQueue { outstanding: Outstanding | undefined, waiting: Array<() =>
 interface Awaiting { settle: (message: CoapMessage | Error) => void }
 
 const SWEEP_MS = 10_000
+/** RFC 7967 No-Response bits by response class: 2 suppresses 2.xx, 8 4.xx, 16 5.xx */
+const NO_RESPONSE_BITS: Readonly<Record<number, number>> = Object.freeze({ 2: 2, 4: 8, 5: 16 })
 /** options the endpoint writes itself on blocks of a representation */
 const BLOCK_OWN: ReadonlySet<number> = new Set([OPTION.BLOCK2, OPTION.SIZE2, OPTION.ETAG])
 
@@ -256,12 +259,18 @@ export class CoapEndpoint {
     const confirmable = message.type === TYPE.CON
     const entry: DedupEntry = { answer: undefined, confirmable }
     this.#dedup.set(dedupKey, entry, 0)
+    const noResponse = uint(message, OPTION.NO_RESPONSE)
     this.#request(message, peer, size, (response) => {
+      // RFC 7967: the classes the client is not interested in are not sent (a CON still gets its ACK, empty)
+      if (noResponse !== undefined && (noResponse & NO_RESPONSE_BITS[response.code >> 5]) !== 0) {
+        if (!confirmable) return
+        response = { code: CODE.EMPTY }
+      }
       const bytes = serialize({
         type: confirmable ? TYPE.ACK : TYPE.NON,
         code: response.code,
         messageId: confirmable ? message.messageId : this.#nextMessageId(peer),
-        token: message.token,
+        token: response.code === CODE.EMPTY ? Buffer.alloc(0) : message.token,
         options: response.options ?? [],
         payload: toBuffer(response.payload)
       })

@@ -158,6 +158,15 @@ t.test('endpoint: a duplicate CON is answered again, handled once; a duplicate N
   t.equal(w.handled.length, 3)
   t.match(coap.parse(w.sent.at(-1)!.bytes), { type: TYPE.NON, code: CODE.CHANGED, token: hex('beef') }, 'a NON answered by a NON')
   t.equal(w.counts.duplicate, 2)
+
+  // RFC 7967 No-Response: 2 suppresses the 2.xx answer (a CON still gets an empty ACK)
+  const sentBefore = w.sent.length
+  w.endpoint.receive(request(44, TYPE.NON, [{ number: OPTION.NO_RESPONSE, value: coap.uintOption(2) }]), PEER)
+  t.equal(w.sent.length, sentBefore, 'no answer to the NON')
+  w.endpoint.receive(request(45, TYPE.CON, [{ number: OPTION.NO_RESPONSE, value: coap.uintOption(2) }]), PEER)
+  t.match(coap.parse(w.sent.at(-1)!.bytes), { type: TYPE.ACK, code: CODE.EMPTY, messageId: 45 })
+  w.endpoint.receive(request(46, TYPE.NON, [{ number: OPTION.NO_RESPONSE, value: coap.uintOption(2) }, { number: 2049, value: Buffer.alloc(0) }]), PEER)
+  t.match(coap.parse(w.sent.at(-1)!.bytes), { type: TYPE.NON, code: CODE.BAD_OPTION }, 'a 4.xx still comes')
 })
 
 t.test('endpoint: malformed datagrams, a ping, an unknown critical option', async (t) => {
