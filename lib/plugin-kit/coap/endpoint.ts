@@ -143,7 +143,8 @@ export interface SendOptions {
 interface DedupEntry { answer: Buffer | undefined, confirmable: boolean }
 interface Representation { body: Buffer, code: number, options: CoapOption[], etag: Buffer }
 interface Outstanding { peer: CoapPeer, bytes: Buffer, messageId: number, attempts: number, timeout: number, timer: { cancel: () => void } | undefined, settle: (outcome: SendOutcome) => void }
-interface PeerQueue { outstanding: Outstanding | undefined, waiting: Array<() => void> }
+/** `busy`: a CON is outstanding, or the slot was handed to the next one waiting (which goes on in a later turn) */
+interface PeerQueue { busy: boolean, waiting: Array<() => void> }
 interface Awaiting { settle: (message: CoapMessage | Error) => void }
 
 const SWEEP_MS = 10_000
@@ -518,21 +519,41 @@ export class CoapEndpoint {
     const pk = peerKey(peer)
     let queue = this.#peers.get(pk)
     if (queue === undefined) {
-      queue = { outstanding: undefined, waiting: [] }
+      queue = { busy: false, waiting: [] }
       this.#peers.set(pk, queue)
     }
-    if (queue.outstanding !== undefined || queue.waiting.length > 0) {
-      if (queue.waiting.length >= this.#queuePerPeer) return { kind: 'dropped' }
-      await new Promise<void>((resolve) => queue.waiting.push(resolve))
+    const own = queue
+    if (own.busy) {
+      if (own.waiting.length >= this.#queuePerPeer) return { kind: 'dropped' }
+      // the one before hands its slot over when it ends
+      await new Promise<void>((resolve) => own.waiting.push(resolve))
       if (this.#closed) return { kind: 'dropped' }
+    } else {
+      own.busy = true
+    }
+    const release = (): void => {
+      const next = own.waiting.shift()
+      if (next !== undefined) {
+        next()
+        return
+      }
+      own.busy = false
+      if (this.#peers.get(pk) === own) this.#peers.delete(pk)
     }
     const messageId = this.#nextMessageId(peer)
     const key = `${pk}|${messageId}`
+    let bytes: Buffer
+    try {
+      bytes = build(messageId)
+    } catch (err) {
+      release()
+      throw err
+    }
     const p = this.#transmission()
     return await new Promise<SendOutcome>((resolve) => {
       const out: Outstanding = {
         peer,
-        bytes: build(messageId),
+        bytes,
         messageId,
         attempts: 0,
         timeout: initialTimeout(p),
@@ -541,15 +562,11 @@ export class CoapEndpoint {
           if (this.#outstanding.get(key) !== out) return
           this.#outstanding.delete(key)
           out.timer?.cancel()
-          queue.outstanding = undefined
-          const next = queue.waiting.shift()
-          if (next !== undefined) next()
-          else this.#peers.delete(pk)
+          release()
           resolve(outcome)
         }
       }
       this.#outstanding.set(key, out)
-      queue.outstanding = out
       this.#transmit(out)
     })
   }
