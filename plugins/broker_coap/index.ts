@@ -14,6 +14,8 @@ import { CoapGateway } from './gateway.js'
 import { schema, transmission, type CoapConfig } from './settings.js'
 
 const VERSION = '0.1.0'
+/** the socket's receive buffer asked of the kernel (capped at net.core.rmem_max): datagrams past a full buffer are lost, so a burst needs room */
+const RECEIVE_BUFFER = 4 * 1024 * 1024
 
 async function bind (socket: Socket, host: string, port: number): Promise<number> {
   await new Promise<void>((resolve, reject) => {
@@ -48,7 +50,7 @@ export default definePlugin<CoapConfig>({
       refused: counter('requests/refused', 'CoAP requests answered with a 4.xx or 5.xx code')
     }
     const address = listenOn(ctx.config['coap.port'])
-    const socket = ctx.servers.add(createSocket({ type: isIPv6(address.host) ? 'udp6' : 'udp4' }))
+    const socket = ctx.servers.add(createSocket({ type: isIPv6(address.host) ? 'udp6' : 'udp4', recvBufferSize: RECEIVE_BUFFER }))
     socket.on('error', (err) => ctx.logger.warn({ err }, 'CoAP socket error'))
     const endpoint = new coap.CoapEndpoint({
       send: (datagram, peer) => socket.send(datagram, peer.port, peer.address),
