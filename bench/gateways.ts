@@ -8,8 +8,10 @@
 // broker_sn publishes at QoS 0 on its link; LwM2M: 10 devices registered
 // with broker_lwm2m, observed by it (auto_observe), sending NON notifications
 // of a TLV resource, each of which the gateway decodes and publishes as EMQ
-// X's JSON at QoS 1 on the device's notify topic, here bench/in/<ep>/n).
+// X's JSON at QoS 1 on the device's notify topic, here bench/in/<ep>/n;
+// CoAP: NON PUT requests, which broker_coap publishes at QoS 0).
 // Each run gets a fresh node and two fresh workers. See bench/README.md.
+import { createSocket } from 'node:dgram'
 import { Worker } from './pool.js'
 import type { Role } from './protocol.js'
 import { range, receivedPerSecond, timedOn } from './scenarios.js'
@@ -31,6 +33,7 @@ export const GATEWAY_RUNS = [
   { key: 'mqtt', title: 'MQTT publishers (PUBLISH, QoS 0)' },
   { key: 'stomp', title: 'STOMP publishers (SEND, broker_stomp)' },
   { key: 'sn', title: 'MQTT-SN publishers (PUBLISH QoS 0 over UDP, broker_sn)' },
+  { key: 'coap', title: 'CoAP publishers (NON PUT, broker_coap)' },
   { key: 'lwm2m', title: 'LwM2M devices (notifications, broker_lwm2m)' }
 ] as const
 export type GatewayRun = typeof GATEWAY_RUNS[number]['key']
@@ -39,21 +42,31 @@ export interface GatewayResults {
   /** msg/s received by the subscriber; null when that run failed */
   'msg/s': Record<GatewayRun, number | null>
   /** msg/s through the gateway / msg/s of the same load over MQTT */
-  ratio: { 'stomp/mqtt': number | null, 'sn/mqtt': number | null, 'lwm2m/mqtt': number | null }
+  ratio: { 'stomp/mqtt': number | null, 'sn/mqtt': number | null, 'coap/mqtt': number | null, 'lwm2m/mqtt': number | null }
+}
+
+/** A UDP port free now (bound to port 0, then released). */
+async function freeUdpPort (): Promise<number> {
+  const socket = createSocket('udp4')
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+  const { port } = socket.address()
+  await new Promise<void>((resolve) => socket.close(() => resolve()))
+  return port
 }
 
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 async function measure (key: GatewayRun, seconds: number): Promise<number> {
   const stompPort = await freePort()
-  // a free TCP port number, taken for UDP (nothing else binds it here)
-  const snPort = await freePort()
-  const lwm2mPort = await freePort()
+  const snPort = await freeUdpPort()
+  const coapPort = await freeUdpPort()
+  const lwm2mPort = await freeUdpPort()
   const node = await Server.start('broker', {
-    label: `broker with broker_stomp, broker_sn and broker_lwm2m (${key})`,
+    label: `broker with the gateway plugins (${key})`,
     plugins: {
       broker_stomp: { 'stomp.listener': `127.0.0.1:${stompPort}`, 'stomp.listener.max_connections': '64' },
       broker_sn: { 'mqtt.sn.port': `127.0.0.1:${snPort}`, 'mqtt.sn.advertise_duration': '0' },
+      broker_coap: { 'coap.port': `127.0.0.1:${coapPort}` },
       broker_lwm2m: { 'lwm2m.port': `127.0.0.1:${lwm2mPort}`, 'lwm2m.auto_observe': 'on', 'lwm2m.mountpoint': 'bench/in/%e/', 'lwm2m.topics.notify': 'n' }
     }
   })
@@ -61,7 +74,7 @@ async function measure (key: GatewayRun, seconds: number): Promise<number> {
   workers[0].onProgress = (received) => workers[1].send({ type: 'peer', received })
   const roles: Role[] = [
     { kind: 'fan-in', subscriber: true, publishers: [], window: WINDOW },
-    { kind: 'fan-in', subscriber: false, publishers: range(0, 10), window: key === 'lwm2m' ? UDP_WINDOW : WINDOW, ...(key === 'stomp' ? { stompPort } : key === 'sn' ? { snPort } : key === 'lwm2m' ? { lwm2mPort } : {}) }
+    { kind: 'fan-in', subscriber: false, publishers: range(0, 10), window: key === 'lwm2m' ? UDP_WINDOW : WINDOW, ...(key === 'stomp' ? { stompPort } : key === 'sn' ? { snPort } : key === 'coap' ? { coapPort } : key === 'lwm2m' ? { lwm2mPort } : {}) }
   ]
   try {
     const results = await Promise.race([timedOn(workers, [node.port, node.port], roles, seconds, SETTLE_MS), node.died])
@@ -80,7 +93,7 @@ async function measure (key: GatewayRun, seconds: number): Promise<number> {
 
 /** Runs each in order; progress on stderr, failures into `errors`. */
 export async function runGatewaysSection (seconds: number, errors: string[]): Promise<GatewayResults> {
-  const results: GatewayResults = { 'msg/s': { mqtt: null, stomp: null, sn: null, lwm2m: null }, ratio: { 'stomp/mqtt': null, 'sn/mqtt': null, 'lwm2m/mqtt': null } }
+  const results: GatewayResults = { 'msg/s': { mqtt: null, stomp: null, sn: null, coap: null, lwm2m: null }, ratio: { 'stomp/mqtt': null, 'sn/mqtt': null, 'coap/mqtt': null, 'lwm2m/mqtt': null } }
   for (const { key, title } of GATEWAY_RUNS) {
     process.stderr.write(`${GATEWAYS_SECTION} ${title} ... `)
     try {
@@ -92,10 +105,11 @@ export async function runGatewaysSection (seconds: number, errors: string[]): Pr
       errors.push(`${GATEWAYS_SECTION} ${title}: ${message}`)
     }
   }
-  const { mqtt, stomp, sn, lwm2m } = results['msg/s']
+  const { mqtt, stomp, sn, coap, lwm2m } = results['msg/s']
   const ratio = (gateway: number | null): number | null => mqtt === null || gateway === null || mqtt === 0 ? null : gateway / mqtt
   results.ratio['stomp/mqtt'] = ratio(stomp)
   results.ratio['sn/mqtt'] = ratio(sn)
+  results.ratio['coap/mqtt'] = ratio(coap)
   results.ratio['lwm2m/mqtt'] = ratio(lwm2m)
   return results
 }

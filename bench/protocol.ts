@@ -11,8 +11,9 @@ export type Role =
    */
   /** stompPort: the publishers are STOMP 1.2 clients of that port (broker_stomp), sending SEND frames */
   /** snPort: the publishers are MQTT-SN 1.2 clients of that UDP port (broker_sn), sending PUBLISH at QoS 0 to a registered topic id */
+  /** coapPort: they are CoAP clients of that UDP port (broker_coap), sending NON PUT requests */
   /** lwm2mPort: they are LwM2M devices of that UDP port (broker_lwm2m), sending notifications */
-  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number, snPort?: number, lwm2mPort?: number }
+  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number, snPort?: number, coapPort?: number, lwm2mPort?: number }
   /**
    * awaitPeer: the other worker's subscribers report progress, and the publisher paces on them too.
    * v5Aliases: the subscribers are MQTT 5 clients with a Topic Alias Maximum and a Maximum Packet Size.

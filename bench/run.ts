@@ -125,6 +125,7 @@ function printGateways (seconds: number, gateways: GatewayResults): void {
   writeColumns(lines, 1)
   process.stdout.write('\nratio = msg/s / msg/s of the MQTT publishers; below 1 = the gateway is slower than the same load over MQTT ' +
     '(a STOMP SEND is parsed, then published at QoS 1 on an in-process MQTT link; an MQTT-SN PUBLISH is one UDP datagram, published at QoS 0 on it; ' +
+    'a CoAP NON PUT (No-Response: 2) is parsed, deduplicated and published at QoS 0 on its link; ' +
     'an LwM2M notification is one UDP datagram, parsed as CoAP and its TLV decoded, then published as JSON at QoS 1; see bench/README.md).\n')
 }
 

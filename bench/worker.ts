@@ -5,6 +5,7 @@ import type { FromWorker, Role, ToWorker, WorkerResult } from './protocol.js'
 import { SnPublisher } from './sn-client.js'
 import { Lwm2mPublisher } from './lwm2m-client.js'
 import { sendBatch, StompPublisher } from './stomp-client.js'
+import { CoapPublisher, putBatch } from './coap-client.js'
 
 const PAYLOAD = Buffer.alloc(16, 0x61)
 /** Publishes per socket.write; writing each 30-byte packet alone would cost the client a syscall per message. */
@@ -33,7 +34,7 @@ interface Load {
   peer?: (received: number) => void
 }
 
-const clients: Array<RawClient | StompPublisher | SnPublisher | Lwm2mPublisher> = []
+const clients: Array<RawClient | StompPublisher | SnPublisher | CoapPublisher | Lwm2mPublisher> = []
 let load: Load | null = null
 let failed = false
 
@@ -66,6 +67,12 @@ async function connectStomp (port: number): Promise<StompPublisher> {
   return client
 }
 
+async function connectCoap (port: number, clientId: string, topic: string): Promise<CoapPublisher> {
+  const client = await CoapPublisher.connect(port, clientId, topic, PAYLOAD)
+  clients.push(client)
+  return client
+}
+
 /** Snapshots the counters at the warm-up mark and at the end, then calls stop(). */
 async function measure (counts: Counts, warmupMs: number, measureMs: number, stop: () => void, onMark?: () => void): Promise<WorkerResult> {
   return await new Promise((resolve) => {
@@ -91,13 +98,17 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     const sub = await connect(port, `bench-fi-sub-${process.pid}`, { onPublishFrame: () => { counts.received++ } })
     await sub.subscribe('bench/in/#', 0)
   }
-  const { stompPort, snPort, lwm2mPort } = role
+  const { stompPort, snPort, coapPort, lwm2mPort } = role
   const pubs = await Promise.all(role.publishers.map(async (n) => {
     if (stompPort !== undefined) return { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
     if (snPort !== undefined) {
       const client = await SnPublisher.connect(snPort, `bench-sn-pub-${n}-${process.pid}`, `bench/in/${n}`, fail)
       clients.push(client)
       return { client, batch: client.batch(PAYLOAD, FAN_IN_BATCH) }
+    }
+    if (coapPort !== undefined) {
+      const id = `bench-fi-pub-${n}-${process.pid}`
+      return { client: await connectCoap(coapPort, id, `bench/in/${n}`), batch: putBatch(id, `bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
     }
     if (lwm2mPort !== undefined) {
       // a device whose notifications (FAN_IN_BATCH a write) the gateway publishes (its mountpoint under bench/in/)
@@ -127,7 +138,7 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     for (const resume of waiting.splice(0)) resume()
   }
   let running = false
-  const pump = (client: RawClient | StompPublisher | SnPublisher | Lwm2mPublisher, batch: Buffer): void => {
+  const pump = (client: RawClient | StompPublisher | SnPublisher | CoapPublisher | Lwm2mPublisher, batch: Buffer): void => {
     for (let i = 0; i < WRITES_PER_TURN && running; i++) {
       if (!open()) {
         waiting.push(() => pump(client, batch))
@@ -135,7 +146,9 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
       }
       counts.sent += FAN_IN_BATCH
       if (!client.write(batch)) {
-        client.socket.once('drain', () => pump(client, batch))
+        // net, dgram or a UDP publisher's own: each an EventEmitter that says 'drain'
+        const socket: NodeJS.EventEmitter = client.socket
+        socket.once('drain', () => pump(client, batch))
         return
       }
     }

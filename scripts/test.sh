@@ -16,6 +16,8 @@ command -v slapd >/dev/null 2>&1 || debian_packages+=(slapd)
 command -v ldapadd >/dev/null 2>&1 || debian_packages+=(ldap-utils)
 # stomp.py, the real STOMP client of broker_stomp's tests (run by Debian's /usr/bin/python3)
 /usr/bin/python3 -c 'import stomp' >/dev/null 2>&1 || debian_packages+=(python3-stomp)
+# libcoap's coap-client (the build without DTLS, coap-client-notls), a real CoAP client of broker_coap's tests
+command -v coap-client-notls >/dev/null 2>&1 || debian_packages+=(libcoap3-bin)
 
 if [ ${#debian_packages[@]} -gt 0 ]; then
   sudo=''

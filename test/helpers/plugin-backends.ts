@@ -125,6 +125,7 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_lwm2m: async () => ({ settings: { 'lwm2m.port': '127.0.0.1:0' } }),
   // no ADVERTISE broadcast from a test
   broker_sn: async () => ({ settings: { 'mqtt.sn.port': '127.0.0.1:0', 'mqtt.sn.advertise_duration': 0 } }),
+  broker_coap: async () => ({ settings: { 'coap.port': '127.0.0.1:0' } }),
   // every module on; the rule matches the traffic's topics and rewrites them to themselves, so routing is untouched while it runs
   broker_modules: async () => ({
     settings: {
