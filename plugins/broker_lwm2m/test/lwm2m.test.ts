@@ -100,7 +100,8 @@ t.before(async () => {
     plugin: 'broker_lwm2m',
     settings: { 'lwm2m.port': '127.0.0.1:0', 'lwm2m.qmode_time_window': '0', 'lwm2m.command_timeout': '2s' },
     node: { 'mqtt.allow_anonymous': 'false', 'mqtt.acl_file': acl },
-    others: { broker_auth_http: { 'auth.http.auth_req': `${base}/auth`, 'auth.http.super_req': `${base}/superuser`, 'auth.http.acl_req': '', 'auth.http.request.retry_times': 0 } },
+    // broker_modules: the $SYS presence notices, as on a new install
+    others: { broker_modules: {}, broker_auth_http: { 'auth.http.auth_req': `${base}/auth`, 'auth.http.super_req': `${base}/superuser`, 'auth.http.acl_req': '', 'auth.http.request.retry_times': 0 } },
     withApi: true
   })
   const { body } = await node.http('GET', `/nodes/${node.node.name}/listeners`)
@@ -117,7 +118,7 @@ t.before(async () => {
     seen.push({ topic, json })
     for (const wake of waiters.splice(0)) wake()
   })
-  await app.subscribeAsync('lwm2m/+/up/#', { qos: 1 })
+  await app.subscribeAsync(['lwm2m/+/up/#', '$SYS/brokers/+/clients/+/connected'], { qos: 1 })
 })
 
 t.teardown(async () => {
@@ -138,6 +139,8 @@ t.test('register: 2.01 with a location, announced on the register topic, a liste
   t.same(announced.json.data, { ep: 'dev1', lt: 60, lwm2m: '1.0', b: 'U', alternatePath: '/', objectList: ['/1/0', '/3/0', '/4/0', '/6/0'] })
   const listed = await connection('dev1')
   t.match(listed, { client_id: 'dev1', proto_name: 'LwM2M', proto_ver: '1.0', ipaddress: '127.0.0.1', port: dev.port, keepalive: 60 })
+  const presence = await nextMessage((m) => m.topic.endsWith('/clients/dev1/connected'), 'the $SYS presence notice', from)
+  t.match(presence.json, { clientid: 'dev1', proto_name: 'LwM2M', ipaddress: '127.0.0.1', connack: 0 }, 'announced on $SYS as an LwM2M client')
   const { body } = await node.http('GET', `/nodes/${node.node.name}/listeners`)
   t.match((body as Array<Record<string, unknown>>).find((l) => l.protocol === 'lwm2m:udp'), { listen_on: `127.0.0.1:${gatewayPort}`, current_conns: 1 })
 })
