@@ -5,7 +5,7 @@
 // and queue mode (binding UQ: commands wait for the device's next Update).
 import { randomBytes } from 'node:crypto'
 import type { Agent, IncomingMessage, ObserveReadStream, OutgoingMessage } from 'coap'
-import { GatewayClient, GatewayLinkClosed, type GatewayClose, type GatewayLink, type PluginContext, type PluginCounter, type PluginTimer } from '../../lib/plugin-kit/index.js'
+import { GatewayClient, GatewayLinkClosed, HeldBytes, type GatewayClose, type GatewayLink, type PluginContext, type PluginCounter, type PluginTimer } from '../../lib/plugin-kit/index.js'
 import { answerMessage, codeMessage, parseCommand, type AnswerData, type Command, type Refusal } from './commands.js'
 import { decodeContent, splitLinks } from './content.js'
 import type { ObjectRegistry } from './objects.js'
@@ -81,8 +81,7 @@ export class Device {
   /** requests awaiting the device's answer, each with what ends its wait */
   readonly #pending = new Map<OutgoingMessage, () => boolean>()
   #closed = false
-  /** bytes before the link existed */
-  #uncounted = { received: 0, sent: 0 }
+  readonly #bytes = new HeldBytes()
 
   constructor (deps: DeviceDeps, registration: Registration, address: string, port: number) {
     this.#deps = deps
@@ -108,11 +107,7 @@ export class Device {
   }
 
   countBytes (received: number, sent: number): void {
-    if (this.link !== undefined) this.link.countBytes(received, sent)
-    else {
-      this.#uncounted.received += received
-      this.#uncounted.sent += sent
-    }
+    this.#bytes.count(this.link, received, sent)
   }
 
   /**
@@ -130,7 +125,7 @@ export class Device {
       protoVer: this.registration.lwm2m
     })
     this.link = link
-    link.countBytes(this.#uncounted.received, this.#uncounted.sent)
+    this.#bytes.flushTo(link)
     const client = new GatewayClient(link, this.#ctx.timers, {
       onMessage: (message) => this.command(message.payload),
       onClose: (close) => this.#linkClosed(close)

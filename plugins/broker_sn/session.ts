@@ -3,7 +3,7 @@
 // kit's GatewayClient, so the auth chain, the ACL, the listings and kicks
 // apply), what it publishes and subscribes, its keep-alive and sleep timers.
 // What the gateway sends it of its own accord is the Outbox's.
-import { GatewayClient, GatewayLinkClosed, validTopicFilter, validTopicName, type GatewayClose, type GatewayLink, type GatewayMessage, type PluginContext, type PluginTimer, type QoS } from '../../lib/plugin-kit/index.js'
+import { GatewayClient, GatewayLinkClosed, HeldBytes, validTopicFilter, validTopicName, type GatewayClose, type GatewayLink, type GatewayMessage, type PluginContext, type PluginTimer, type QoS } from '../../lib/plugin-kit/index.js'
 import { flags, PROTOCOL_ID, RC, TOPIC, type Flags, type SnPacket } from './codec.js'
 import { Outbox } from './outbox.js'
 import { predefinedTopics, type SnConfig } from './settings.js'
@@ -64,7 +64,7 @@ export class SnSession {
   /** incoming QoS 2 message ids: published, awaiting PUBREL (true), or still with the engine (false) */
   readonly #awaitingRel = new Map<number, boolean>()
   #pending = 0
-  #uncounted = { read: 0, written: 0 }
+  readonly #bytes = new HeldBytes()
 
   constructor (readonly address: string, readonly port: number, deps: SessionDeps) {
     this.#ctx = deps.ctx
@@ -208,8 +208,7 @@ export class SnSession {
       protoName: 'MQTT-SN',
       protoVer: PROTO_VER
     })
-    link.countBytes(this.#uncounted.read, this.#uncounted.written)
-    this.#uncounted = { read: 0, written: 0 }
+    this.#bytes.flushTo(link)
     const client: GatewayClient = new GatewayClient(link, this.#ctx.timers, {
       onMessage: (message, ack) => { if (this.#client === client) this.#message(message, ack) },
       onClose: (close) => { if (this.#client === client) this.#linkClosed(close) }
@@ -565,12 +564,7 @@ export class SnSession {
   }
 
   #countBytes (read: number, written: number): void {
-    if (this.#link !== undefined) {
-      this.#link.countBytes(read, written)
-      return
-    }
-    this.#uncounted.read += read
-    this.#uncounted.written += written
+    this.#bytes.count(this.#link, read, written)
   }
 }
 

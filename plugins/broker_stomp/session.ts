@@ -7,7 +7,7 @@
 // (transactions.ts). An ERROR frame says why and closes the connection.
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
-import { GatewayClient, GatewayLinkClosed, plainAddress, validTopicFilter, validTopicName, type GatewayClose, type GatewayLink, type GatewayMessage, type PluginContext, type PluginCounter, type PluginTimer } from '../../lib/plugin-kit/index.js'
+import { GatewayClient, GatewayLinkClosed, HeldBytes, plainAddress, validTopicFilter, validTopicName, type GatewayClose, type GatewayLink, type GatewayMessage, type PluginContext, type PluginCounter, type PluginTimer } from '../../lib/plugin-kit/index.js'
 import { FrameError, FrameParser, serialize, type StompFrame } from './frame.js'
 import { negotiate, replyHeader, startHeartbeat, type Heartbeat } from './heartbeat.js'
 import { frameLimits, type StompConfig } from './settings.js'
@@ -78,7 +78,7 @@ export class StompSession {
   #lastRead = Date.now()
   #lastWritten = Date.now()
   /** bytes read and written before the link existed, added to the node's byte counts once it does */
-  #uncounted = { read: 0, written: 0 }
+  readonly #bytes = new HeldBytes()
   #connectTimer: PluginTimer | undefined
   #graceTimer: PluginTimer | undefined
   #heartbeat: { stop: () => void } | undefined
@@ -123,12 +123,7 @@ export class StompSession {
   }
 
   #countBytes (read: number, written: number): void {
-    if (this.#link !== undefined) {
-      this.#link.countBytes(read, written)
-      return
-    }
-    this.#uncounted.read += read
-    this.#uncounted.written += written
+    this.#bytes.count(this.#link, read, written)
   }
 
   /** Writes a frame; false when the socket's buffer is full. */
@@ -284,7 +279,7 @@ export class StompSession {
       protoVer: this.#version
     })
     this.#link = link
-    link.countBytes(this.#uncounted.read, this.#uncounted.written)
+    this.#bytes.flushTo(link)
     const client = new GatewayClient(link, this.#ctx.timers, {
       onMessage: (message, ack) => this.#message(message, ack),
       onClose: (close) => this.#linkClosed(close)
