@@ -143,22 +143,26 @@ async function handle (ctx: PluginContext<Lwm2mConfig>, deps: ConstructorParamet
     return lt * 1000 < min || lt * 1000 > max ? `lifetime ${lt} s is outside ${min / 1000}-${max / 1000} s` : undefined
   }
 
+  /** A Register or Update as parsed, or why it is refused with 4.00 (malformed, or a lifetime out of bounds). */
+  function checked<T extends { lt?: number }> (parse: () => T): T | string {
+    let parsed: T
+    try {
+      parsed = parse()
+    } catch (err) {
+      if (!(err instanceof RegistrationError)) throw err
+      return err.message
+    }
+    return lifetimeRefusal(parsed.lt) ?? parsed
+  }
+
   if (path.length === 1) {
     if (method !== 'POST') {
       reply(res, '4.05', 'Register is POST /rd')
       return
     }
-    let registration
-    try {
-      registration = parseRegister(query, payload)
-    } catch (err) {
-      if (!(err instanceof RegistrationError)) throw err
-      reply(res, '4.00', err.message)
-      return
-    }
-    const refusal = lifetimeRefusal(registration.lt)
-    if (refusal !== undefined) {
-      reply(res, '4.00', refusal)
+    const registration = checked(() => parseRegister(query, payload))
+    if (typeof registration === 'string') {
+      reply(res, '4.00', registration)
       return
     }
     const existing = regs.byEndpoint.get(registration.ep)
@@ -207,17 +211,9 @@ async function handle (ctx: PluginContext<Lwm2mConfig>, deps: ConstructorParamet
     reply(res, '4.05', 'Update is POST /rd/<location>, De-register DELETE')
     return
   }
-  let update
-  try {
-    update = parseUpdate(query, payload)
-  } catch (err) {
-    if (!(err instanceof RegistrationError)) throw err
-    reply(res, '4.00', err.message)
-    return
-  }
-  const refusal = lifetimeRefusal(update.lt)
-  if (refusal !== undefined) {
-    reply(res, '4.00', refusal)
+  const update = checked(() => parseUpdate(query, payload))
+  if (typeof update === 'string') {
+    reply(res, '4.00', update)
     return
   }
   const before = peerKey(device.address, device.port)
