@@ -6,7 +6,7 @@
 // leaves the old one running and says why.
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { CtlError, startPluginNode, type MqttClient } from '../../../lib/plugin-kit/testing.js'
 import { CODE_PLUGIN, writeAnswer, writeCodePlugin, until } from './fixtures.js'
 
@@ -32,6 +32,16 @@ async function refused (plugin = CODE_PLUGIN): Promise<CtlError> {
   return await node.commands.run(['reload', plugin]).then(() => { throw new Error('expected a refusal') }, (err: CtlError) => err)
 }
 const logLines = async (): Promise<string[]> => (await readFile(logFile, 'utf8')).trim().split('\n')
+/** Checks the log's last line; lines are appended after the reply, so it waits (to a generous deadline) for one that matches. */
+async function lastLogLineMatches (t: Test, expected: RegExp | string, message = 'the last line of the reload log'): Promise<void> {
+  const deadline = Date.now() + 10_000
+  let last = (await logLines()).at(-1)
+  while (last?.match(expected) == null && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    last = (await logLines()).at(-1)
+  }
+  t.match(last, expected, message)
+}
 
 
 t.test('a change of a second module alone is reloaded; the old load is gone, clients stay', async (t) => {
@@ -78,7 +88,7 @@ t.test('a change of a second module alone is reloaded; the old load is gone, cli
   t.same(received, [...Array(traffic.sent).keys()], 'every QoS 1 message arrived once, in order')
   t.same(closed, [], 'no client was disconnected')
   t.ok(subscriber.connected && publisher.connected)
-  t.match((await logLines()).at(-1), new RegExp(`^\\S+Z ${CODE_PLUGIN}@${nodeName} by ctl: reloaded, version 1\\.0\\.0, running$`))
+  await lastLogLineMatches(t, new RegExp(`^\\S+Z ${CODE_PLUGIN}@${nodeName} by ctl: reloaded, version 1\\.0\\.0, running$`))
 })
 
 t.test('a broken new version leaves the old one running and says why', async (t) => {
@@ -115,7 +125,7 @@ t.test('a broken new version leaves the old one running and says why', async (t)
     const err = await refused()
     t.equal(err.exit, 1, `${what}: broker_ctl exits 1`)
     t.match(err.message, why, `${what}: says why`)
-    t.match((await logLines()).at(-1), new RegExp(`${CODE_PLUGIN}@${nodeName} by ctl: failed: `), `${what}: logged`)
+    await lastLogLineMatches(t, new RegExp(`${CODE_PLUGIN}@${nodeName} by ctl: failed: `), `${what}: logged`)
     t.equal(node.plugins.isActive(CODE_PLUGIN), true, `${what}: still running`)
     t.same((await harness.http('GET', '/fixture/version')).body, { answer: 'v2', greeting: 'hello' }, `${what}: the old code answers`)
     const api = await harness.http('PUT', `/nodes/${nodeName}/plugins/${CODE_PLUGIN}/reload`)
@@ -129,7 +139,7 @@ t.test('a broken new version leaves the old one running and says why', async (t)
   t.equal(await fixture(), 'v3')
   const listed = (await harness.http('GET', `/nodes/${nodeName}/plugins`)).body as Array<{ name: string, version: string }>
   t.equal(listed.find((p) => p.name === CODE_PLUGIN)?.version, '1.1.0', 'the plugin list shows the new version')
-  t.match((await logLines()).at(-1), `${CODE_PLUGIN}@${nodeName} by api: reloaded, version 1.1.0, running`)
+  await lastLogLineMatches(t, `${CODE_PLUGIN}@${nodeName} by api: reloaded, version 1.1.0, running`)
 })
 
 t.test('what the reloader refuses', async (t) => {
@@ -168,15 +178,14 @@ t.test('an inactive plugin gets its new code at its next load', async (t) => {
   await writeAnswer(dir, 'ts', 'v4')
   t.match(await reload(), { plugin: CODE_PLUGIN, active: false })
   t.equal(node.plugins.isActive(CODE_PLUGIN), false, 'not loaded by it')
-  t.match((await logLines()).at(-1), 'reloaded, version 1.1.0, not running (the new code is used at its next load)')
+  await lastLogLineMatches(t, 'reloaded, version 1.1.0, not running (the new code is used at its next load)')
   await node.plugins.load(CODE_PLUGIN)
   t.equal(await fixture(), 'v4')
 })
 
 t.test('reloading the management API answers first, then reloads it', async (t) => {
   t.match(await harness.http('PUT', `/nodes/${nodeName}/plugins/broker_management/reload`), { status: 200, body: { plugin: 'broker_management', reload: 'started' } })
-  await until('the API reloaded', async () => (await logLines()).at(-1)?.includes('broker_management@') === true)
-  t.match((await logLines()).at(-1), `broker_management@${nodeName} by api: reloaded`)
+  await lastLogLineMatches(t, `broker_management@${nodeName} by api: reloaded`)
   t.equal((await harness.http('GET', '/fixture/version')).status, 200, 'the new API serves')
 })
 
