@@ -192,8 +192,8 @@ export class Delivery {
   }
 
   #settings (): ThreadSettings {
-    const { url, headers, tls, poolSize, timeout, retryTimes, retryInterval, retryBackoff } = this.#options
-    return { url, headers, tls, poolSize, timeout, retryTimes, retryInterval, retryBackoff, shared: this.#shared }
+    const { url, headers, tls, poolSize, pipelining, timeout, retryTimes, retryInterval, retryBackoff } = this.#options
+    return { url, headers, tls, poolSize, pipelining, timeout, retryTimes, retryInterval, retryBackoff, shared: this.#shared }
   }
 
   #start (): Thread {

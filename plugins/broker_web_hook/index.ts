@@ -41,6 +41,7 @@ export default definePlugin<WebHookConfig>({
       headers: headersOf(config),
       tls: { ...tls, verify: config['web.hook.ssl.verify'] },
       poolSize: config['web.hook.pool_size'],
+      pipelining: config['web.hook.request.pipelining'],
       queueSize: config['web.hook.queue_size'],
       queueBytes: config['web.hook.queue_bytes'],
       timeout: config['web.hook.request.timeout'],

@@ -22,6 +22,8 @@ export interface WebHookConfig {
   'web.hook.ssl.verify': boolean
   /** connections to the endpoint, and events posted at once */
   'web.hook.pool_size': number
+  /** requests under way at once on one connection (HTTP/1.1 pipelining; 1: none) */
+  'web.hook.request.pipelining': number
   /** events waiting to be posted, at most */
   'web.hook.queue_size': number
   /** bytes of waiting events (payloads, topics, ids), at most */
@@ -41,6 +43,7 @@ export interface WebHookConfig {
 export const DEFAULTS = {
   'web.hook.api.url': 'http://127.0.0.1:8080',
   'web.hook.pool_size': 32,
+  'web.hook.request.pipelining': 16,
   'web.hook.queue_size': 10_000,
   'web.hook.queue_bytes': 64 * 1024 * 1024,
   'web.hook.request.timeout': 5000,
@@ -100,6 +103,7 @@ export const schema = Joi.object<WebHookConfig>({
   'web.hook.ssl.keyfile': pairedFile('web.hook.ssl.certfile'),
   'web.hook.ssl.verify': Joi.boolean().default(true),
   'web.hook.pool_size': Joi.number().integer().min(1).max(1024).default(DEFAULTS['web.hook.pool_size']),
+  'web.hook.request.pipelining': Joi.number().integer().min(1).max(1000).default(DEFAULTS['web.hook.request.pipelining']),
   'web.hook.queue_size': Joi.number().integer().min(1).max(10_000_000).default(DEFAULTS['web.hook.queue_size']),
   'web.hook.queue_bytes': custom(Joi.any().custom((raw: unknown) => {
     const bytes = parseBytesize(String(raw).trim())

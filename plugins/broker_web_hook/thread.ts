@@ -1,19 +1,27 @@
-// The delivery thread: posts the events the node hands it over an undici Pool
-// of `poolSize` keep-alive connections (TLS with the web.hook.ssl.* files).
-// One FIFO lane per connection, the lane chosen by the client id the event is
-// about, so one client's events are posted in order; each lane posts its
-// events one after the other. A 5xx answer or no answer is retried after a
+// The delivery thread: posts the events the node hands it, one POST per
+// event, over at most `poolSize` keep-alive connections (TLS with the
+// web.hook.ssl.* files). One FIFO lane per connection, the lane chosen by the
+// client id the event is about, so one client's events are posted in order.
+// A lane keeps up to `pipelining` requests under way on its connection
+// (HTTP/1.1 pipelining: the endpoint reads them, and answers, in order) once
+// the endpoint has accepted one (until then, and after a failure, one), and
+// the requests a lane writes in one turn of the loop go out in one write (the
+// socket is corked for the turn): the system calls, not the JavaScript, are
+// most of what a POST costs. A 5xx answer or no answer is retried after a
 // growing pause, at most `retryTimes` times; then the event is given up.
-// Each settled event is taken off the shared count (`shared`: events and
-// bytes waiting or under way, which the node checks before it hands one
-// over), and the outcomes go back to the node in batches.
+// While one of its events waits for a retry a lane starts no new ones, so a
+// retried event can come after no more of its client's events than were
+// already under way. Each settled event is taken off the shared count
+// (`shared`: events and bytes waiting or under way, which the node checks
+// before it hands one over), and the outcomes go back to the node in batches.
 //
 // `deliveryThread` runs on a worker thread of its own, so writing requests and
 // reading answers never takes the event loop that serves MQTT. It is started
 // there from its source text (Function.prototype.toString, see delivery.ts):
 // it must be self-contained, reaching nothing outside its parameters (type
 // imports are erased and fine).
-import type { Dispatcher, Pool } from 'undici'
+import type { Socket } from 'node:net'
+import type { buildConnector, Client, Dispatcher } from 'undici'
 
 /** What the node sends the thread. */
 export type ToThread =
@@ -34,6 +42,8 @@ export interface ThreadSettings {
   headers: Record<string, string>
   tls: { ca?: string, cert?: string, key?: string, verify: boolean }
   poolSize: number
+  /** requests under way at once on one connection (1: each waits for the answer to the one before) */
+  pipelining: number
   /** ms per attempt: connecting, sending, the whole answer */
   timeout: number
   retryTimes: number
@@ -50,31 +60,65 @@ export interface ThreadPort {
 }
 
 /** Runs the delivery on `port`; answers a function that stops it (requests under way end, waiting events are forgotten). */
-export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undici: { Pool: typeof Pool }): () => Promise<void> {
+export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undici: { Client: typeof Client, buildConnector: typeof buildConnector }): () => Promise<void> {
   interface Item { size: number, body: string }
-  interface Lane { items: Item[], head: number, busy: boolean }
+  interface Lane {
+    items: Item[]
+    head: number
+    /** events taken from `items` and not settled: under way or waiting for a retry */
+    busy: number
+    /** of those, the ones waiting for a retry or retried: while there are any, no new event starts */
+    retrying: number
+    /** events under way at most: 1 until the endpoint accepts one and after a failure, then `pipelining` */
+    window: number
+    client: Client | undefined
+    socket: Socket | undefined
+    corked: boolean
+  }
   const url = new URL(settings.url)
   const path = `${url.pathname}${url.search}`
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   for (const [name, value] of Object.entries(settings.headers)) headers[name.toLowerCase()] = value
   const { ca, cert, key, verify } = settings.tls
-  const pool = new undici.Pool(url.origin, {
-    connections: settings.poolSize,
-    pipelining: 1,
-    headersTimeout: settings.timeout,
-    bodyTimeout: settings.timeout,
-    connect: { timeout: settings.timeout, ca, cert, key, rejectUnauthorized: verify }
-  })
-  const lanes: Lane[] = Array.from({ length: settings.poolSize }, () => ({ items: [], head: 0, busy: false }))
+  const connect = undici.buildConnector({ timeout: settings.timeout, ca, cert, key, rejectUnauthorized: verify })
+  const pipelining = settings.pipelining
+  // undici pipelines only requests marked idempotent and not blocking (a POST answered by no one is retried
+  // here anyway: events are posted at least once)
+  const idempotent = pipelining > 1
+  const blocking = pipelining === 1
+  const lanes: Lane[] = Array.from({ length: settings.poolSize }, () => ({ items: [], head: 0, busy: 0, retrying: 0, window: 1, client: undefined, socket: undefined, corked: false }))
   const shared = settings.shared
   const state = { stopped: false, started: 0, outageSince: -1, sent: 0, failed: 0, why: undefined as string | undefined, report: undefined as NodeJS.Timeout | undefined }
-  const pauses = new Set<{ timer: NodeJS.Timeout, wake: () => void }>()
+  const pauses = new Set<NodeJS.Timeout>()
 
   // FNV-1a over the UTF-16 code units: a cheap, stable spread of client ids over the lanes
   const laneOf = (id: string): Lane => {
     let hash = 0x811c9dc5
     for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193)
     return lanes[(hash >>> 0) % lanes.length]
+  }
+
+  // one connection per lane, made when the lane first posts; its socket is kept to cork it
+  const clientOf = (lane: Lane): Client => lane.client ??= new undici.Client(url.origin, {
+    pipelining,
+    headersTimeout: settings.timeout,
+    bodyTimeout: settings.timeout,
+    connect: (options, callback) => connect(options, (err, socket) => {
+      if (err === null) lane.socket = socket
+      callback(err as null, socket as Socket)
+    })
+  })
+
+  /** Holds the lane's writes until the end of this turn of the loop, so that they go out together. */
+  const cork = (lane: Lane): void => {
+    const socket = lane.socket
+    if (lane.corked || socket === undefined || socket.destroyed) return
+    lane.corked = true
+    socket.cork()
+    setImmediate(() => {
+      lane.corked = false
+      socket.uncork()
+    })
   }
 
   const report = (): void => {
@@ -85,7 +129,64 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
     state.failed = 0
     state.why = undefined
   }
-  const settle = (item: Item, ok: boolean, why?: string): void => {
+
+  /** One event's POST: its lane, its tries so far and the pause before the next. */
+  class Attempt implements Dispatcher.DispatchHandler {
+    status = 0
+    readonly seq = ++state.started
+    constructor (readonly lane: Lane, readonly item: Item, readonly tries: number, readonly wait: number) {}
+
+    post (): void {
+      cork(this.lane)
+      try {
+        clientOf(this.lane).dispatch({ path, method: 'POST', headers, body: this.item.body, idempotent, blocking }, this)
+      } catch (err) {
+        // the client is closed: the thread is stopping
+        queueMicrotask(() => this.settled(err instanceof Error ? err : new Error(String(err))))
+      }
+    }
+
+    // undici takes a handler of this (v7) form only when it has onRequestStart
+    onRequestStart (): void {}
+    onResponseStart (_controller: Dispatcher.DispatchController, status: number): void { this.status = status }
+    // settled after undici's callback returns: starting the lane's next request inside it upsets the client
+    onResponseEnd (): void { queueMicrotask(() => this.settled(this.status)) }
+    onResponseError (_controller: Dispatcher.DispatchController, error: Error): void { queueMicrotask(() => this.settled(error)) }
+
+    settled (answer: number | Error): void {
+      if (state.stopped) return
+      const { lane, item, tries } = this
+      if (answer instanceof Error) {
+        if (state.outageSince < 0) {
+          state.outageSince = this.seq
+          port.postMessage({ type: 'down', error: answer.message })
+        }
+      } else if (state.outageSince >= 0 && this.seq > state.outageSince) {
+        state.outageSince = -1
+        port.postMessage({ type: 'up' })
+      }
+      if (typeof answer === 'number' && answer >= 200 && answer < 300) {
+        lane.window = pipelining
+        return done(lane, item, tries > 0, true)
+      }
+      const retryable = answer instanceof Error || answer >= 500
+      // an endpoint that is down or failing is probed with one request at a time
+      if (retryable) lane.window = 1
+      if (!retryable || tries >= settings.retryTimes) {
+        const why = answer instanceof Error ? `no answer: ${answer.message}` : `answer ${answer}`
+        return done(lane, item, tries > 0, false, `${why} (${tries + 1} attempt${tries === 0 ? '' : 's'})`)
+      }
+      if (tries === 0) lane.retrying++
+      const timer = setTimeout(() => {
+        pauses.delete(timer)
+        if (!state.stopped) new Attempt(lane, item, tries + 1, this.wait * settings.retryBackoff).post()
+      }, this.wait)
+      pauses.add(timer)
+    }
+  }
+
+  /** An event settled: off the shared count, counted, and the lane's next ones started. */
+  const done = (lane: Lane, item: Item, retried: boolean, ok: boolean, why?: string): void => {
     Atomics.sub(shared, 0, 1)
     Atomics.sub(shared, 1, item.size)
     if (ok) state.sent++
@@ -95,59 +196,14 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
     }
     // outcomes go back in batches: each message wakes the node's thread
     state.report ??= setTimeout(report, 20)
+    lane.busy--
+    if (retried) lane.retrying--
+    start(lane)
   }
 
-  /** One POST; the answer's status, or an Error when there is none. */
-  const attempt = async (body: string): Promise<number | Error> => await new Promise((resolve) => {
-    let status = 0
-    const handler: Dispatcher.DispatchHandler = {
-      // undici takes a handler of this (v7) form only when it has onRequestStart
-      onRequestStart: () => {},
-      onResponseStart: (_controller, code) => { status = code },
-      onResponseEnd: () => resolve(status),
-      onResponseError: (_controller, error) => resolve(error)
-    }
-    try {
-      pool.dispatch({ path, method: 'POST', headers, body }, handler)
-    } catch (err) {
-      resolve(err instanceof Error ? err : new Error(String(err)))
-    }
-  })
-
-  /** Waits `ms` unless the thread stops first; false when it stopped. */
-  const pause = async (ms: number): Promise<boolean> => await new Promise((resolve) => {
-    const entry = { timer: setTimeout(() => { pauses.delete(entry); resolve(true) }, ms), wake: () => resolve(false) }
-    pauses.add(entry)
-  })
-
-  const post = async (item: Item): Promise<void> => {
-    let wait = settings.retryInterval
-    for (let tries = 0; ; tries++) {
-      const seq = ++state.started
-      const answer = await attempt(item.body)
-      if (state.stopped) return
-      if (answer instanceof Error) {
-        if (state.outageSince < 0) {
-          state.outageSince = seq
-          port.postMessage({ type: 'down', error: answer.message })
-        }
-      } else if (state.outageSince >= 0 && seq > state.outageSince) {
-        state.outageSince = -1
-        port.postMessage({ type: 'up' })
-      }
-      if (typeof answer === 'number' && answer >= 200 && answer < 300) return settle(item, true)
-      const retryable = answer instanceof Error || answer >= 500
-      if (!retryable || tries >= settings.retryTimes) {
-        const why = answer instanceof Error ? `no answer: ${answer.message}` : `answer ${answer}`
-        return settle(item, false, `${why} (${tries + 1} attempt${tries === 0 ? '' : 's'})`)
-      }
-      if (!await pause(wait)) return
-      wait *= settings.retryBackoff
-    }
-  }
-
-  const work = async (lane: Lane): Promise<void> => {
-    while (!state.stopped && lane.head < lane.items.length) {
+  /** Starts the lane's waiting events, as many as its connection may have under way. */
+  const start = (lane: Lane): void => {
+    while (!state.stopped && lane.retrying === 0 && lane.busy < lane.window && lane.head < lane.items.length) {
       const item = lane.items[lane.head]
       lane.items[lane.head++] = undefined as unknown as Item
       // drop the consumed front once it is most of the array
@@ -155,33 +211,33 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
         lane.items = lane.items.slice(lane.head)
         lane.head = 0
       }
-      await post(item)
+      lane.busy++
+      new Attempt(lane, item, 0, settings.retryInterval).post()
     }
-    lane.busy = false
   }
 
   port.on('message', (message) => {
     if (state.stopped || message.type !== 'events') return
     const { keys, sizes, bodies } = message
+    const touched = new Set<Lane>()
     for (let i = 0; i < keys.length; i++) {
       const lane = laneOf(keys[i])
       lane.items.push({ size: sizes[i], body: bodies[i] })
-      if (!lane.busy) {
-        lane.busy = true
-        void work(lane)
-      }
+      touched.add(lane)
     }
+    for (const lane of touched) start(lane)
   })
 
   return async () => {
     state.stopped = true
     clearTimeout(state.report)
-    for (const entry of pauses) {
-      clearTimeout(entry.timer)
-      entry.wake()
-    }
+    for (const timer of pauses) clearTimeout(timer)
     pauses.clear()
-    for (const lane of lanes) lane.items = []
-    await pool.destroy()
+    const clients: Client[] = []
+    for (const lane of lanes) {
+      lane.items = []
+      if (lane.client !== undefined) clients.push(lane.client)
+    }
+    await Promise.all(clients.map(async (client) => await client.destroy()))
   }
 }

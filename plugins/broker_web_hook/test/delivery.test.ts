@@ -24,6 +24,7 @@ function delivery (t: Test, url: string, options: Partial<DeliveryOptions> = {})
     headers: {},
     tls: { verify: true },
     poolSize: 4,
+    pipelining: 8,
     queueSize: 100,
     queueBytes: 1024 * 1024,
     timeout: 2000,
