@@ -40,6 +40,8 @@ export interface HookRun {
   'loop us/msg': number
   /** POSTs the live endpoint answered per second over the whole run (live only) */
   'posted/s'?: number
+  /** the live endpoint process's CPU per POST it answered, µs (live only: the peer's share of the machine) */
+  'endpoint us/post'?: number
   /** the plugin's webhook/dropped and webhook/failed at the end of the run */
   dropped?: number
   failed?: number
@@ -64,6 +66,7 @@ async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoi
   const workers = [new Worker(0), new Worker(1)]
   try {
     const before = setup === 'live' ? await endpointCount(endpoint) : 0
+    const endpointCpuBefore = cpuMs(endpoint.pid)
     const started = performance.now()
     const cpuBefore = cpuMs(node.pid)
     const loopBefore = cpuMs(node.pid, true)
@@ -77,7 +80,11 @@ async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoi
     const metrics = await node.ctl(['broker', 'metrics']) as Record<string, number>
     run.dropped = metrics['webhook/dropped'] ?? 0
     run.failed = metrics['webhook/failed'] ?? 0
-    if (setup === 'live') run['posted/s'] = (await endpointCount(endpoint) - before) / ((performance.now() - started) / 1000)
+    if (setup === 'live') {
+      const posted = await endpointCount(endpoint) - before
+      run['posted/s'] = posted / ((performance.now() - started) / 1000)
+      if (posted > 0) run['endpoint us/post'] = (cpuMs(endpoint.pid) - endpointCpuBefore) * 1000 / posted
+    }
     return run
   } catch (err) {
     // Clients notice a dead server before the runner sees it exit: blame the server, not them.
@@ -120,7 +127,7 @@ export async function runWebHookSection (seconds: number, rounds: number, errors
           try {
             const run = await runOne(load, key, endpoint, seconds)
             runs[key].push(run)
-            const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, `}${run.dropped} dropped, ${run.failed ?? 0} failed`
+            const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, ${run['endpoint us/post']?.toFixed(1) ?? '-'} endpoint us/post, `}${run.dropped} dropped, ${run.failed ?? 0} failed`
             process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s, ${run['cpu us/msg'].toFixed(1)} cpu us/msg, ${run['loop us/msg'].toFixed(1)} loop us/msg${extra}\n`)
           } catch (err) {
             const message = err instanceof Error ? err.message : String(err)
