@@ -1,6 +1,6 @@
 // The delivery of queued events against a real HTTP(S) endpoint, without a
 // node: keep-alive connections bounded by pool_size, one client's events in
-// order, retries of 5xx and of no answer (then given up), no retry of 4xx,
+// order (pipelined: several under way, a retried one bounded), retries of 5xx and of no answer (then given up), no retry of 4xx,
 // the bounded queue (drops counted), the alarm while the endpoint is down,
 // TLS with a CA and a client certificate, and close.
 import { readFile } from 'node:fs/promises'
@@ -76,6 +76,46 @@ t.test('posts JSON over keep-alive connections, at most pool_size of them, each 
   }
   t.ok(e.connections <= 4, `at most pool_size connections (${e.connections})`)
   t.equal(d.queued, 0)
+})
+
+t.test('pipelining: once the endpoint accepts one, several of a client\'s events under way on its connection, in order', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url(), { poolSize: 1, pipelining: 4 })
+  d.offer(event('a', 0))
+  await waitFor(() => counts.sent === 1, 10_000, 'the first posted')
+  e.answer(() => 'hang')
+  for (let n = 1; n <= 6; n++) d.offer(event('a', n))
+  await waitFor(() => e.hits.length === 5, 10_000, 'four requests under way, none answered')
+  t.same(e.hits.map((h) => h.body.n), [0, 1, 2, 3, 4], 'at most web.hook.request.pipelining under way, in order')
+  e.answer(() => 200)
+  e.release()
+  await waitFor(() => counts.sent === 7, 10_000, 'all 7 posted')
+  t.same(e.hits.map((h) => h.body.n), [0, 1, 2, 3, 4, 5, 6], 'each posted once, in order')
+  t.equal(e.connections, 1, 'over one connection')
+})
+
+t.test('pipelining: a failed event is retried before the client\'s events that were not under way yet', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url(), { poolSize: 1, pipelining: 4 })
+  d.offer(event('a', 0))
+  await waitFor(() => counts.sent === 1, 10_000, 'the first posted')
+  let failed = false
+  e.answer((hit) => {
+    if (hit.body.n !== 1 || failed) return 200
+    failed = true
+    return 500
+  })
+  for (let n = 1; n <= 12; n++) d.offer(event('a', n))
+  await waitFor(() => counts.sent === 13, 10_000, 'all 13 posted')
+  const seq = e.hits.map((h) => h.body.n as number)
+  const first = seq.indexOf(1)
+  const again = seq.indexOf(1, first + 1)
+  t.ok(again > first, `event 1 posted twice (${seq.join(' ')})`)
+  const between = seq.slice(first + 1, again)
+  t.ok(between.length <= 3, `only the events already under way came between (${between.join(' ')})`)
+  const next = between.length === 0 ? 2 : Math.max(...between) + 1
+  t.same(seq.slice(again), [1, ...Array.from({ length: 13 - next }, (_, i) => next + i)], 'then the rest in order')
+  t.equal(counts.failed, 0)
 })
 
 t.test('the default content-type is application/json', async (t) => {
