@@ -5,10 +5,9 @@
 // broker_management's routes (v3-forward.ts), which it needs loaded. It
 // samples every node for the overview's charts (samples.ts). README.md
 // holds the contract with the front end and the settings.
-import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import Boom from '@hapi/boom'
-import { definePlugin, listenerRecord, MANAGEMENT_PLUGIN, type ManagementApi, type PluginContext } from '../../lib/plugin-kit/admin.js'
+import { definePlugin, listenerRecord, MANAGEMENT_PLUGIN, readSettingFile as pemFile, type ManagementApi, type PluginContext } from '../../lib/plugin-kit/admin.js'
 import { answered, readingOf, SampleStore } from './samples.js'
 import { createServer } from './server.js'
 import { Sessions } from './sessions.js'
@@ -17,16 +16,6 @@ import { V3Servers } from './v3-forward.js'
 
 export { schema } from './settings.js'
 export type { DashboardConfig } from './settings.js'
-
-/** A PEM file named by a setting, relative to the install root; a missing or unreadable file names the key and path. */
-async function pemFile (root: string, key: string, value: string): Promise<Buffer> {
-  const path = resolve(root, value)
-  try {
-    return await readFile(path)
-  } catch (err) {
-    throw new Error(`${key}: cannot read ${path}: ${(err as Error).message}`, { cause: err })
-  }
-}
 
 async function tlsFiles (ctx: PluginContext<DashboardConfig>): Promise<{ cert: Buffer, key: Buffer, ca?: Buffer }> {
   const config = ctx.config

@@ -4,9 +4,7 @@
 // and routes-v2.ts; they reach the node only through its operations (the
 // `administration` capability), whose facts presenters/ turns into SPEC records.
 // README.md lists the settings and the decisions.
-import { readFile } from 'node:fs/promises'
-import { resolve } from 'node:path'
-import { definePlugin, listenerRecord, type ListenerLimits } from '../../lib/plugin-kit/admin.js'
+import { definePlugin, listenerRecord, readSettingFile as pemFile, type ListenerLimits } from '../../lib/plugin-kit/admin.js'
 import { Apps } from './apps.js'
 import { LoginLimit } from './login-limit.js'
 import { Users } from './users.js'
@@ -18,16 +16,6 @@ import { listenOn, schema, type ManagementConfig } from './settings.js'
 
 export { schema } from './settings.js'
 export type { ManagementConfig } from './settings.js'
-
-/** A PEM file named by a setting, relative to the install root; a missing or unreadable file names the key and path. */
-async function pemFile (root: string, key: string, value: string): Promise<Buffer> {
-  const path = resolve(root, value)
-  try {
-    return await readFile(path)
-  } catch (err) {
-    throw new Error(`${key}: cannot read ${path}: ${(err as Error).message}`, { cause: err })
-  }
-}
 
 function limits (config: ManagementConfig, kind: 'http' | 'https'): ListenerLimits {
   return { acceptors: config[`management.listener.${kind}.acceptors`], maxClients: config[`management.listener.${kind}.max_clients`] }
