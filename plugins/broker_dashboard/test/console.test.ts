@@ -107,6 +107,8 @@ t.test('login answers the user, role and CSRF token with an HttpOnly SameSite=St
   t.notMatch(cookie, /Secure/, 'not Secure over plain HTTP')
   t.same((await client.call('GET', '/api/me')).body, answer.body, '/api/me answers the same')
   t.equal((await client.call('GET', '/api/me', undefined, { cookie: 'broker_dashboard_session=made-up' })).status, 401, 'a made-up cookie is no session')
+  const beside = await client.call('GET', '/api/me', undefined, { cookie: `other=a"b\\; ${client.cookie ?? ''}; x=%zz` })
+  t.equal(beside.status, 200, 'a malformed cookie of another site beside it is ignored')
   t.equal((await client.call('POST', '/api/login', { username: 'admin' })).status, 400, 'no password: 400')
 })
 
