@@ -4,30 +4,18 @@
 // and routes-v2.ts; they reach the node only through its operations (the
 // `administration` capability), whose facts presenters/ turns into SPEC records.
 // README.md lists the settings and the decisions.
-import { readFile } from 'node:fs/promises'
-import { resolve } from 'node:path'
-import { definePlugin } from '../../lib/plugin-kit/admin.js'
+import { definePlugin, listenerRecord, readSettingFile as pemFile, type ListenerLimits } from '../../lib/plugin-kit/admin.js'
 import { Apps } from './apps.js'
 import { LoginLimit } from './login-limit.js'
 import { Users } from './users.js'
 import { CookieSessions } from './cookie-auth.js'
 import { adminsCommand, mgmtCommand } from './commands.js'
-import { listenerRecord, type ListenerLimits } from './listener-record.js'
 import { createServer } from './server.js'
+import { managementApi } from './provided.js'
 import { listenOn, schema, type ManagementConfig } from './settings.js'
 
 export { schema } from './settings.js'
 export type { ManagementConfig } from './settings.js'
-
-/** A PEM file named by a setting, relative to the install root; a missing or unreadable file names the key and path. */
-async function pemFile (root: string, key: string, value: string): Promise<Buffer> {
-  const path = resolve(root, value)
-  try {
-    return await readFile(path)
-  } catch (err) {
-    throw new Error(`${key}: cannot read ${path}: ${(err as Error).message}`, { cause: err })
-  }
-}
 
 function limits (config: ManagementConfig, kind: 'http' | 'https'): ListenerLimits {
   return { acceptors: config[`management.listener.${kind}.acceptors`], maxClients: config[`management.listener.${kind}.max_clients`] }
@@ -62,6 +50,8 @@ export default definePlugin<ManagementConfig>({
     for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
     const admin = ctx.capability('administration')
     const api = { node: admin.node, pluginRoutes: admin.pluginRoutes, apps, users, logins: new LoginLimit(ctx.config['management.login_rate']), maxRowLimit: ctx.config['management.max_row_limit'], cookies: new CookieSessions(users) }
+    // the dashboard's console API: these routes, users and login limit on its server
+    ctx.provide(managementApi(api, ctx.logger))
     // HTTP, and HTTPS when set: two hapi servers built from the same route tables
     const created = [await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)]
     ctx.listeners.add(listenerRecord(created[0], 'http:management', limits(ctx.config, 'http')))
