@@ -1,5 +1,6 @@
 // Small hooks the pages share: a loaded value with its error and a reload,
 // polling, and the page's route from the location hash.
+import type { RefObject } from 'preact'
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 
 export interface Loaded<T> {
@@ -54,4 +55,17 @@ export function useRoute (): string {
     return () => removeEventListener('hashchange', changed)
   }, [])
   return route
+}
+
+/** A panel opened below a list: scrolled into view (and focused, for the keyboard) when `what` changes. */
+export function useScrolledTo (what: string): RefObject<HTMLElement | null> {
+  const ref = useRef<HTMLElement>(null)
+  useEffect(() => {
+    const el = ref.current
+    if (el === null) return
+    el.tabIndex = -1
+    el.scrollIntoView({ block: 'start' })
+    el.focus({ preventScroll: true })
+  }, [what])
+  return ref
 }

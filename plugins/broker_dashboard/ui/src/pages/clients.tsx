@@ -5,7 +5,7 @@ import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { enc, v3, type Page } from '../api.js'
 import { Action, ErrorLine, Field, PageHead, Pager, Table } from '../components/ui.js'
-import { useLoad } from '../hooks.js'
+import { useLoad, useScrolledTo } from '../hooks.js'
 import { anyHolds, useListing } from '../listing.js'
 import { scoped, useSession } from '../session.js'
 import type { ConnectionRecord, SessionRecord, SubscriptionRecord } from '../types.js'
@@ -52,8 +52,9 @@ function ClientDetails ({ clientId, onClose }: { clientId: string, onClose: () =
   const [topic, setTopic] = useState('')
   const [cleaned, setCleaned] = useState('')
   const s = rowsOf(sessions.data)[0]
+  const shown = useScrolledTo(clientId)
   return (
-    <section class="card details" aria-label={`Client ${clientId}`}>
+    <section class="card details" aria-label={`Client ${clientId}`} ref={shown}>
       <header class="page-head"><h2>Client {clientId}</h2><button type="button" onClick={onClose}>Close</button></header>
       <ErrorLine message={sessions.error} />
       {s !== undefined && (

@@ -4,7 +4,7 @@ import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { enc, v3 } from '../api.js'
 import { Action, ErrorLine, PageHead, Table, ViewerNote } from '../components/ui.js'
-import { useLoad } from '../hooks.js'
+import { useLoad, useScrolledTo } from '../hooks.js'
 import { useSession } from '../session.js'
 import type { PluginRecord, PluginSetting } from '../types.js'
 
@@ -29,6 +29,7 @@ export function Plugins (): JSX.Element {
           { title: 'State', render: (p) => <span class={p.active ? 'good' : 'muted'}>{p.active ? 'running' : 'stopped'}</span> },
           {
             title: 'Actions',
+            class: 'nowrap',
             render: (p) => canChange && (
               <span class="buttons">
                 <Action label={p.active ? 'Stop' : 'Start'} busy={p.active ? 'Stopping…' : 'Starting…'} kind={p.active ? 'danger' : 'primary'} run={async () => await toggle(p)}
@@ -57,6 +58,7 @@ function PluginSettings ({ node, plugin, onSaved, onClose }: { node: string, plu
   const [changes, setChanges] = useState<Record<string, string>>({})
   const [error, setError] = useState<string | undefined>(undefined)
   const [saved, setSaved] = useState(false)
+  const shown = useScrolledTo(plugin)
   const change = (key: string, value: string): void => { setChanges({ ...changes, [key]: value }); setSaved(false) }
   const save = async (): Promise<void> => {
     setError(undefined)
@@ -68,11 +70,12 @@ function PluginSettings ({ node, plugin, onSaved, onClose }: { node: string, plu
     await onSaved()
   }
   return (
-    <section class="card details" aria-label={`Settings of ${plugin}`}>
+    <section class="card details" aria-label={`Settings of ${plugin}`} ref={shown}>
       <header class="page-head"><h2>Settings of {plugin}</h2><button type="button" onClick={onClose}>Close</button></header>
       <ErrorLine message={settings.error} />
       {settings.data?.length === 0 && <p class="muted">This plugin has no settings.</p>}
       <form class="settings" onSubmit={(e) => e.preventDefault()}>
+        <div class="settings-grid">
         {settings.data?.map((s) => {
           const value = changes[s.key] ?? s.value
           const kind = inputFor(s)
@@ -89,6 +92,7 @@ function PluginSettings ({ node, plugin, onSaved, onClose }: { node: string, plu
             </div>
           )
         })}
+        </div>
         <ErrorLine message={error} />
         {saved && <p class="good" role="status">Saved; the plugin was reloaded with the new settings if it was running.</p>}
         <Action label="Save settings" busy="Saving…" kind="primary" disabled={Object.keys(changes).length === 0} run={save} onError={setError} />

@@ -38,7 +38,7 @@ function SettingEditor ({ config, node, reload }: { config: ConfigRecord, node: 
   const [value, setValue] = useState(config.value)
   const path = node === '' ? `/configs/${enc(config.app)}` : `/nodes/${enc(node)}/configs/${enc(config.app)}`
   return (
-    <span class="buttons">
+    <span class="setting-editor">
       <input aria-label={config.key} value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
       <Action label={config.kind === 'restart' ? 'Save for restart' : 'Apply'} busy="Saving…" disabled={value === config.value}
         run={async () => { await v3.put(path, { key: config.key, value, next_start: config.kind === 'restart' }); await reload() }} />
