@@ -19,7 +19,8 @@ const DEADLINE_MS = 20_000
 const dashboardPort = await freePort()
 const node: PluginNode = await startPluginNode({
   plugin: 'broker_dashboard',
-  settings: { 'dashboard.listener.http': `127.0.0.1:${dashboardPort}` },
+  // a sample every second, so the overview's charts have points within the test
+  settings: { 'dashboard.listener.http': `127.0.0.1:${dashboardPort}`, 'dashboard.sample_interval': '1s' },
   withApi: true,
   listeners: ['tcp', 'ws'],
   // a plugin with a setting its schema checks (a topic prefix: no wildcards)
@@ -69,7 +70,6 @@ t.test('sign in: a wrong password shows the API\'s message, the right one opens 
   await row('Nodes', node.node.name).getByText('Running').waitFor()
   t.pass('signed in; the node is listed as running')
   await page.getByRole('img', { name: /Messages per second/ }).waitFor()
-  await screenshot('overview')
 })
 
 t.test('clients: a client that just connected is listed, kicked, and gone', async (t) => {
@@ -270,6 +270,18 @@ t.test('a viewer sees the lists and no change buttons', async (t) => {
   t.equal(await viewer.getByRole('button', { name: /^(Stop|Start|Settings)$/ }).count(), 0)
   // the API refuses a viewer's change whatever the page shows
   await watched.endAsync()
+})
+
+t.test('overview: the charts read the samples of the node', async (t) => {
+  await open('', 'Overview')
+  // the plugin samples every second: wait for two
+  await page.waitForFunction(async () => ((await (await fetch('/api/dashboard/samples')).json()) as { samples: unknown[] }).samples.length >= 2, undefined, { polling: 500 })
+  const got = await page.evaluate(async () => await (await fetch('/api/dashboard/samples')).json()) as { interval_s: number, samples: Array<Record<string, number>> }
+  t.equal(got.interval_s, 1)
+  t.ok(got.samples.length >= 2, 'samples taken every second')
+  t.match(got.samples[got.samples.length - 1], { ts: Number, received_per_s: Number, sent_per_s: Number, connections: Number, subscriptions: Number })
+  for (const chart of ['Messages per second', 'Connections', 'Subscriptions']) await page.getByRole('img', { name: new RegExp(chart) }).waitFor()
+  await screenshot('overview')
 })
 
 t.test('sign out ends the session', async (t) => {
