@@ -184,18 +184,24 @@ t.test('applications: the secret shown once works against the REST API; disabled
   t.match((await node.http('GET', '/apps/ci-app')).body, { status: false, expired: Number })
 })
 
-t.test('alarms: one raised on the node shows in the badge and on the page', async (t) => {
+t.test('alarms: raised on the node, they show in the badge and on the page; a cleared one moves to the history', async (t) => {
   const badge = page.getByTestId('alarm-badge')
   t.equal((await badge.textContent())?.replace(/\s+/g, ' ').trim(), 'Alarms 0')
-  node.node.observability.alarms.raise({ id: 'browser_test_alarm', severity: 'warning', title: 'Disk almost full', summary: 'data/ is 95% full' })
+  const alarms = node.node.observability.alarms
+  alarms.raise({ id: 'browser_test_disk', severity: 'warning', title: 'Disk almost full', summary: 'data/ is 95% full' })
+  alarms.raise({ id: 'browser_test_link', severity: 'error', title: 'Bridge link down', summary: 'no answer from the remote broker' })
   // the badge polls: it updates without a reload
-  await page.getByRole('link', { name: '1 alarms' }).waitFor()
+  await page.getByRole('link', { name: '2 alarms' }).waitFor()
   await open('alarms', 'Alarms')
   await row('Present alarms', 'Disk almost full').waitFor()
-  node.node.observability.alarms.clear('browser_test_alarm')
-  await row('Cleared alarms', 'Disk almost full').waitFor()
-  await row('Present alarms', 'Disk almost full').waitFor({ state: 'detached' })
+  await row('Present alarms', 'Bridge link down').waitFor()
+  alarms.clear('browser_test_link')
+  await row('Cleared alarms', 'Bridge link down').waitFor()
+  await row('Present alarms', 'Bridge link down').waitFor({ state: 'detached' })
+  await page.getByRole('link', { name: '1 alarms' }).waitFor()
   await screenshot('alarms')
+  alarms.clear('browser_test_disk')
+  await page.getByRole('link', { name: '0 alarms' }).waitFor()
   t.pass()
 })
 

@@ -23,7 +23,11 @@ export const AlarmsContext = createContext<AlarmWatch>({ present: [], cleared: [
 export const useAlarms = (): AlarmWatch => useContext(AlarmsContext)
 
 const keyOf = (a: NodeAlarm): string => `${a.node}/${a.id}/${a.desc.timestamp}`
-const stamp = (d: Date): string => d.toISOString().replace('T', ' ').slice(0, 19)
+/** `YYYY-MM-DD HH:MM:SS` in local time, as the node writes its alarms' times */
+function stamp (d: Date): string {
+  const two = (n: number): string => String(n).padStart(2, '0')
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`
+}
 
 export function useAlarmWatch (): AlarmWatch {
   const seen = useRef(new Map<string, NodeAlarm>())
