@@ -38,6 +38,7 @@ export function Overview (): JSX.Element {
       />
       <h2>Last hour on {chartNode}</h2>
       <ErrorLine message={samples.error} />
+      {samples.data !== undefined && rows.length === 0 && <p class="muted">No samples yet: the first comes within {samples.data.interval_s} s.</p>}
       <div class="charts">
         <Chart title="Messages per second" ts={ts} series={[
           { label: 'received', values: rows.map((s) => s.received_per_s), color: '#1565c0' },
