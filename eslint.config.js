@@ -41,6 +41,6 @@ export default tseslint.config(
   },
   { files: PLUGIN_TESTS, rules: { 'no-restricted-imports': onlyKit('index.js', 'testing.js') } },
   // the administration capability's side of the kit
-  { files: ['plugins/broker_management/**'], ignores: PLUGIN_TESTS, rules: { 'no-restricted-imports': onlyKit('index.js', 'admin.js') } },
-  { files: ['plugins/broker_management/test/**'], rules: { 'no-restricted-imports': onlyKit('index.js', 'testing.js', 'admin.js') } }
+  { files: ['plugins/broker_management/**', 'plugins/broker_dashboard/**'], ignores: PLUGIN_TESTS, rules: { 'no-restricted-imports': onlyKit('index.js', 'admin.js') } },
+  { files: ['plugins/broker_management/test/**', 'plugins/broker_dashboard/test/**'], rules: { 'no-restricted-imports': onlyKit('index.js', 'testing.js', 'admin.js') } }
 )

@@ -96,6 +96,8 @@ export interface Administration {
     match: (method: string, path: string) => PluginRouteMatch | undefined
     list: () => Array<{ owner: string, method: string, path: string }>
   }
+  /** what a loaded plugin offers through `ctx.provide` (e.g. broker_management's API for the dashboard), read at each call; undefined while it is not loaded */
+  provided: <T extends object>(plugin: string) => T | undefined
 }
 
 /**

@@ -43,6 +43,8 @@ export interface ContextDeps {
   root: string
   /** what the `plugin_code` capability grants */
   pluginCode: PluginCode
+  /** what a loaded plugin offered through `ctx.provide` (the `administration` capability hands it out) */
+  provided: <T extends object>(plugin: string) => T | undefined
 }
 
 /** The cluster as the host shares it with the loads: the live nodes now, and who to tell when a node leaves. */
@@ -54,7 +56,7 @@ export interface ClusterDeps {
 
 /** What each capability hands a plugin whose manifest names it. */
 const GRANTS: { readonly [N in CapabilityName]: (deps: ContextDeps, plugin: string, releases: Releases) => Capabilities[N] } = Object.freeze({
-  administration: (deps: ContextDeps) => ({ node: deps.service, pluginRoutes: deps.routes }),
+  administration: (deps: ContextDeps) => ({ node: deps.service, pluginRoutes: deps.routes, provided: deps.provided }),
   plugin_code: (deps: ContextDeps) => deps.pluginCode,
   retained: (deps: ContextDeps, plugin: string, releases: Releases) => deps.retained.slot(plugin, (release) => releases.push('retained messages', release))
 })

@@ -70,7 +70,7 @@ export interface PluginHostOptions {
 const SOURCE_RUNTIME = import.meta.url.endsWith('.ts')
 
 /** Loaded at boot when data/loaded_plugins does not exist yet. */
-export const DEFAULT_PLUGINS = ['broker_management', 'broker_retainer', 'broker_modules'] as const
+export const DEFAULT_PLUGINS = ['broker_management', 'broker_retainer', 'broker_modules', 'broker_dashboard'] as const
 
 export class PluginHost {
   readonly #modules = new Map<string, string>()
@@ -361,7 +361,7 @@ export class PluginHost {
     const { hooks, commands, logger, service, config: nodeConfig, publish, handle, root, alarms, counters, retained } = this.options
     const store = (plugin: string): PluginStore => this.#stores.get(plugin) ?? this.#stores.set(plugin, this.options.store(plugin)).get(plugin)!
     const cluster = { nodes: this.options.clusterNodes, nodeLeft: this.#nodeLeft }
-    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, handle, store, cluster, retained, logger, root, pluginCode: this.#pluginCode })
+    const load = new PluginLoad(plugin, config, { hooks, commands, routes: this.routes, listeners: this.#listeners, alarms, counters, config: nodeConfig, service, publish, handle, store, cluster, retained, logger, root, pluginCode: this.#pluginCode, provided: (plugin) => this.api(plugin) })
     try {
       await plugin.load(load.context)
     } catch (err) {

@@ -26,7 +26,11 @@ export interface Api {
   success: (result: unknown) => unknown
   /** the body of a refusal */
   failure: (err: ApiError) => unknown
+  /** the `WWW-Authenticate` header of a 401; none when absent (a browser page's API must not make the browser ask) */
+  challenge?: string
 }
+
+const BASIC_CHALLENGE = 'Basic realm="broker"'
 
 export const v3: Api = {
   base: '/api/v3',
@@ -36,7 +40,8 @@ export const v3: Api = {
   pagingQuery,
   page,
   success: (result) => result,
-  failure: (err) => err.body
+  failure: (err) => err.body,
+  challenge: BASIC_CHALLENGE
 }
 
 /** v2 has no bad-topic code (115 is v3's): such a refusal is a parameter of the wrong value. */
@@ -53,7 +58,8 @@ export const v2: Api = {
   pagingQuery: pagingQueryV2,
   page: pageV2,
   success: (result) => ({ code: 0, result }),
-  failure: (err) => ({ code: codeV2(err), result: [], message: err.body.message })
+  failure: (err) => ({ code: codeV2(err), result: [], message: err.body.message }),
+  challenge: BASIC_CHALLENGE
 }
 
 export const APIS: readonly Api[] = Object.freeze([v3, v2])

@@ -6,14 +6,14 @@
 // README.md lists the settings and the decisions.
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { definePlugin } from '../../lib/plugin-kit/admin.js'
+import { definePlugin, listenerRecord, type ListenerLimits } from '../../lib/plugin-kit/admin.js'
 import { Apps } from './apps.js'
 import { LoginLimit } from './login-limit.js'
 import { Users } from './users.js'
 import { CookieSessions } from './cookie-auth.js'
 import { adminsCommand, mgmtCommand } from './commands.js'
-import { listenerRecord, type ListenerLimits } from './listener-record.js'
 import { createServer } from './server.js'
+import { managementApi } from './provided.js'
 import { listenOn, schema, type ManagementConfig } from './settings.js'
 
 export { schema } from './settings.js'
@@ -62,6 +62,8 @@ export default definePlugin<ManagementConfig>({
     for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
     const admin = ctx.capability('administration')
     const api = { node: admin.node, pluginRoutes: admin.pluginRoutes, apps, users, logins: new LoginLimit(ctx.config['management.login_rate']), maxRowLimit: ctx.config['management.max_row_limit'], cookies: new CookieSessions(users) }
+    // the dashboard's console API: these routes, users and login limit on its server
+    ctx.provide(managementApi(api, ctx.logger))
     // HTTP, and HTTPS when set: two hapi servers built from the same route tables
     const created = [await createServer(listenOn(ctx.config['management.listener.http']), api, ctx.logger)]
     ctx.listeners.add(listenerRecord(created[0], 'http:management', limits(ctx.config, 'http')))

@@ -45,7 +45,7 @@ function refuse (h: Hapi.ResponseToolkit, api: Api, err: ApiError): Hapi.Respons
   const response = answer(h, err.status, api.failure(err))
   if (err instanceof TooManyLogins) return response.header('Retry-After', String(err.retryAfter))
   if (err.allow !== undefined) response.header('Allow', err.allow.join(', '))
-  return err.status === 401 ? response.header('WWW-Authenticate', `Basic realm="${REALM}"`) : response
+  return err.status === 401 && api.challenge !== undefined ? response.header('WWW-Authenticate', api.challenge) : response
 }
 
 /** hapi's own refusals (no route, body not JSON, bad auth header) as this API's refusals. */
@@ -86,10 +86,7 @@ export async function createServer (listen: { host: string, port: number }, cont
         }
       }
     })
-    const handlerContext: ApiContext = { ...context, routes: api.routes }
-    const strategies = cookies === undefined ? [api.strategy] : [api.strategy, COOKIE_STRATEGY]
-    for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger, strategies))
-    if (api === v3) server.route(pluginRoutes(context.pluginRoutes, context.node, strategies, answer, (h, err) => refuse(h, api, err)))
+    mountApi(server, api, context, logger, cookies === undefined ? [api.strategy] : [api.strategy, COOKIE_STRATEGY])
   }
   // health for orchestrators, outside the APIs and without credentials (status.ts)
   server.route(statusRoutes(context.node))
@@ -103,18 +100,34 @@ export async function createServer (listen: { host: string, port: number }, cont
       return h.response(text).type(contentType)
     }
   })
+  answerRefusals(server, apis, context, logger, 'everywhere')
+  return server
+}
 
+/** Serves `api`'s route table (v3: and the plugins' routes) on `server`, authenticated by `strategies` (credentials `{user, role}`). */
+export function mountApi (server: Hapi.Server, api: Api, context: ServerContext, logger: Logger, strategies: string[]): void {
+  const handlerContext: ApiContext = { ...context, routes: api.routes }
+  for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger, strategies))
+  if (api.base === v3.base) server.route(pluginRoutes(context.pluginRoutes, context.node, strategies, answer, (h, err) => refuse(h, api, err)))
+}
+
+/**
+ * hapi's own refusals (no route, body not JSON, bad credentials) in the shape
+ * of the API the path is under; `everywhere`: a path outside every API too,
+ * in the first API's shape (`apis-only`: left to the server's other parts).
+ */
+export function answerRefusals (server: Hapi.Server, apis: readonly Api[], context: ServerContext, logger: Logger, scope: 'everywhere' | 'apis-only'): void {
   const open = new Set(apis.flatMap((api) => api.routes.filter((r) => r.auth === false).map((r) => hapiPath(api.base, r.path))))
-  // a path outside every API is refused in the first API's shape
-  const apiOf = (path: string): Api => apis.find((api) => path === api.base || path.startsWith(api.base + '/')) ?? apis[0]
+  const apiOf = (path: string): Api | undefined => apis.find((api) => path === api.base || path.startsWith(api.base + '/')) ?? (scope === 'everywhere' ? apis[0] : undefined)
   server.ext('onPreResponse', (request, h) => {
     const response = request.response
     if (!('isBoom' in response) || response.isBoom !== true) return h.continue
+    const api = apiOf(request.path)
+    if (api === undefined) return h.continue
     const boom = response as Boom
     if (boom.output.statusCode >= 500) logger.error({ err: boom, path: request.path }, 'management API failure')
-    return refuse(h, apiOf(request.path), refusalOf(boom, request, open, context.pluginRoutes))
+    return refuse(h, api, refusalOf(boom, request, open, context.pluginRoutes))
   })
-  return server
 }
 
 function callerOf (request: Hapi.Request): Caller | undefined {

@@ -60,7 +60,7 @@ export function monitoringV2 (s: NodeStatsAnyForm): Record<string, unknown> {
 }
 
 /** §2.10: the two HTTP listeners have other names in v2 */
-const PROTOCOL_V2: Record<string, string> = { 'http:management': 'mqtt:api', 'http:dashboard': 'dashboard:http' }
+const PROTOCOL_V2: Record<string, string> = { 'http:management': 'mqtt:api', 'http:dashboard': 'dashboard:http', 'https:dashboard': 'dashboard:https' }
 
 export function listenerV2 (l: ListenerRecord): Record<string, unknown> {
   return { protocol: PROTOCOL_V2[l.protocol] ?? l.protocol, listen: l.listen_on, acceptors: l.acceptors, max_clients: l.max_conns, current_clients: l.current_conns, shutdown_count: l.shutdown_count }

@@ -1,9 +1,10 @@
-// The management listeners in the node's listener listing (SPEC §2.10:
-// `http:management`; v2 shows it as `mqtt:api`): address, acceptors, the
-// connection limit and how many connections are open now. A connection over
-// `max_clients` is dropped by Node.js and counted as `closed`.
+// An administration plugin's HTTP listener in the node's listener listing
+// (SPEC §2.10: `http:management`, `http:dashboard`; v2 shows them as
+// `mqtt:api`, `dashboard:http`): address, acceptors, the connection limit
+// and how many connections are open now. A connection over `max_clients` is
+// dropped by Node.js and counted as `closed`.
 import type Hapi from '@hapi/hapi'
-import type { ListenerRecord } from './presenters/facts.js'
+import type { ListenerRecord } from '../service/operations.js'
 
 export interface ListenerLimits { acceptors: number, maxClients: number }
 
