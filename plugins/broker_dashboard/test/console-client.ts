@@ -16,7 +16,11 @@ export class ConsoleClient {
     const res = await fetch(this.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' })
     const text = await res.text()
     let parsed: unknown = text
-    try { parsed = JSON.parse(text) } catch {}
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      // not JSON: the text itself
+    }
     return { status: res.status, body: parsed, headers: res.headers, text }
   }
 
