@@ -121,6 +121,8 @@ const BACKENDS: Record<string, () => Promise<Backend>> = {
   broker_auth_http: ignoringHttpServer,
   broker_web_hook: webHookEndpoint,
   broker_management: async () => ({ settings: { 'management.listener.http': `127.0.0.1:${await freePort()}` } }),
+  // its server and the sampling timer made and freed at every cycle (it needs no broker_management to load)
+  broker_dashboard: async () => ({ settings: { 'dashboard.listener.http': '127.0.0.1:0', 'dashboard.sample_interval': '1s' } }),
   broker_stomp: async () => ({ settings: { 'stomp.listener': '127.0.0.1:0' } }),
   broker_lwm2m: async () => ({ settings: { 'lwm2m.port': '127.0.0.1:0' } }),
   // no ADVERTISE broadcast from a test

@@ -8,10 +8,11 @@ export class ConsoleClient {
 
   constructor (readonly base: string) {}
 
-  async call (method: string, path: string, body?: unknown, { csrf = this.csrf, cookie = this.cookie }: { csrf?: string, cookie?: string } = {}): Promise<Answer> {
+  /** `csrf`, `cookie`: instead of the session's; null: none */
+  async call (method: string, path: string, body?: unknown, { csrf = this.csrf, cookie = this.cookie }: { csrf?: string | null, cookie?: string | null } = {}): Promise<Answer> {
     const headers: Record<string, string> = {}
-    if (cookie !== undefined) headers.cookie = cookie
-    if (csrf !== undefined) headers['x-csrf-token'] = csrf
+    if (cookie !== undefined && cookie !== null) headers.cookie = cookie
+    if (csrf !== undefined && csrf !== null) headers['x-csrf-token'] = csrf
     if (body !== undefined) headers['content-type'] = 'application/json'
     const res = await fetch(this.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' })
     const text = await res.text()
