@@ -84,6 +84,8 @@ t.test('clients: a client that just connected is listed, kicked, and gone', asyn
   await line.getByRole('button', { name: 'browser-sees-me' }).click()
   const details = page.getByRole('region', { name: 'Client browser-sees-me' })
   await details.getByRole('cell', { name: 'sensors/#' }).waitFor()
+  // the session's figures come with a second request
+  await details.getByText('Inflight').waitFor()
   t.match(await details.textContent(), /Inflight0 \/ 32/)
   await screenshot('clients')
   await line.getByRole('button', { name: 'Kick' }).click()
@@ -219,8 +221,9 @@ t.test('websocket client: a message published from the page reaches mosquitto_su
 
   await open('websocket', 'WebSocket client')
   const connection = page.getByRole('form', { name: 'Connection' })
-  t.match(await connection.getByLabel('Broker URL').inputValue(), `ws://127.0.0.1:${node.port('ws')}/mqtt`, 'found in the listeners API')
+  // Connect is enabled once the page has found the listener (click waits for that)
   await connection.getByRole('button', { name: 'Connect' }).click()
+  t.equal(await connection.getByLabel('Broker URL').inputValue(), `ws://127.0.0.1:${node.port('ws')}/mqtt`, 'found in the listeners API')
   await connection.getByRole('status').getByText('connected').waitFor()
   const subscribe = page.getByRole('form', { name: 'Subscribe' })
   await subscribe.getByLabel('Topic filter').fill('dashboard/#')
