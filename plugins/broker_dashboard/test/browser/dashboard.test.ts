@@ -16,6 +16,9 @@ const CHROMIUM = '/usr/bin/chromium'
 const SHOTS = process.env.DASHBOARD_SCREENSHOTS
 const DEADLINE_MS = 20_000
 
+// a browser, a node and thirteen steps in one file: about 40 s on a quiet machine, 70 s on a loaded one
+t.setTimeout(300_000)
+
 const dashboardPort = await freePort()
 const node: PluginNode = await startPluginNode({
   plugin: 'broker_dashboard',
