@@ -18,6 +18,8 @@ command -v ldapadd >/dev/null 2>&1 || debian_packages+=(ldap-utils)
 /usr/bin/python3 -c 'import stomp' >/dev/null 2>&1 || debian_packages+=(python3-stomp)
 # libcoap's coap-client (the build without DTLS, coap-client-notls), a real CoAP client of broker_coap's tests
 command -v coap-client-notls >/dev/null 2>&1 || debian_packages+=(libcoap3-bin)
+# the headless browser of broker_dashboard's browser tests (driven by playwright-core, never a downloaded browser)
+command -v chromium >/dev/null 2>&1 || debian_packages+=(chromium)
 
 if [ ${#debian_packages[@]} -gt 0 ]; then
   sudo=''
