@@ -5,7 +5,8 @@
 // --stamp`). The inputs are the folders tsconfig.build.json includes (every
 // file in them, a front-end's ui/ sources under plugins/ too, and the
 // folders themselves, so a removed file counts), package.json,
-// package-lock.json and the tsconfig files. Plain Node, no dependency: it
+// package-lock.json and the tsconfig files. `--check` only tells (exit 1:
+// a build is due). Plain Node, no dependency: it
 // runs in an install pruned of the dev dependencies, where nothing is stale.
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
@@ -54,5 +55,7 @@ try {
 const stale = buildInputs().find((input) => newest(input) > built)
 if (stale === undefined) process.exit(0)
 process.stderr.write(built === 0 ? 'npm start: no build yet: npm run build\n' : `npm start: ${stale} changed since the last build: npm run build\n`)
+// --check: only says whether a build is due (exit 1) or not (exit 0)
+if (process.argv.includes('--check')) process.exit(1)
 const run = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' })
 process.exit(run.status ?? 1)

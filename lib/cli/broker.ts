@@ -7,8 +7,7 @@ import type { Config } from '../config/store.js'
 import { logShadowedOverrides } from '../config/overrides.js'
 import { ConfigError } from '../config/parse.js'
 import { createNodeLogger, logSettings } from '../log.js'
-import { BrokerNode } from '../node.js'
-import { NodeReload } from '../node-reload.js'
+import type { BrokerNode } from '../node.js'
 import { INSTALL_ROOT } from '../root.js'
 import { ProcessSignals, type SignalLog } from './signals.js'
 import { versionLine } from './version.js'
@@ -91,6 +90,8 @@ async function main (): Promise<number> {
     process.on('uncaughtExceptionMonitor', (err, origin) => logger.fatal({ err, origin }, 'fatal error: the node stops'))
     logShadowedOverrides(config, logger)
     if (signals.stopSignal.aborted) return 0
+    // imported only now: --version and --help do not load the node
+    const { BrokerNode } = await import('../node.js')
     try {
       node = await BrokerNode.start({ config, logger, root: INSTALL_ROOT, lenientPlugins: args['lenient-plugins'] === true, signal: signals.stopSignal })
     } catch (err) {
@@ -104,6 +105,7 @@ async function main (): Promise<number> {
     process.stderr.write(`broker: ${message}\n`)
     return 1
   }
+  const { NodeReload } = await import('../node-reload.js')
   const reloads = new NodeReload(node, load)
   signals.running(() => {
     reloads.reload().catch((err: Error) => node.logger.error({ err }, 'reload failed'))
