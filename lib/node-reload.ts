@@ -74,9 +74,7 @@ export class NodeReload {
       logger.error({ err: report.configError }, 'configuration not reloaded: the settings in force are kept')
     }
     try {
-      // a changed mqtt.acl_file was read by the node's watch of that setting
-      const rules = report.applied.some(({ key }) => key === 'mqtt.acl_file') ? undefined : await service.reloadAcl()
-      if (rules !== undefined) report.acl = { rules }
+      report.acl = { rules: await service.reloadAcl() }
     } catch (err) {
       report.acl = { error: (err as Error).message }
       logger.error({ err: report.acl.error }, 'acl file not reloaded: the rules in force are kept')
