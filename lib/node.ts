@@ -50,6 +50,10 @@ export interface NodeOptions {
   root: string
   /** more folders holding broker_* plugins, searched after the install's own */
   pluginDirs?: string[]
+  /** a plugin whose settings are refused at boot is logged and skipped instead of stopping the start (`--lenient-plugins`) */
+  lenientPlugins?: boolean
+  /** aborted (a signal during start-up): the start stops at its next step and unwinds what started */
+  signal?: AbortSignal
 }
 
 interface Parts {
@@ -96,7 +100,7 @@ export class BrokerNode {
   readonly #started: StartStopStack
   #stopping: Promise<void> | null = null
 
-  private constructor (readonly config: Config, readonly logger: Logger, parts: Parts, started: StartStopStack) {
+  private constructor (readonly config: Config, readonly logger: Logger, readonly root: string, parts: Parts, started: StartStopStack) {
     this.engine = parts.engine
     this.listeners = parts.listeners
     this.retained = parts.retained
@@ -133,11 +137,14 @@ export class BrokerNode {
    * pushes its stop, and `stop()` (or a part that fails to start) unwinds them
    * in reverse.
    */
-  static async start ({ config, logger, root, pluginDirs = [] }: NodeOptions): Promise<BrokerNode> {
+  static async start ({ config, logger, root, pluginDirs = [], lenientPlugins = false, signal }: NodeOptions): Promise<BrokerNode> {
     assertEnginePatched(root)
     const dataDir = resolvePath(root, config.get('node.data_dir'))
     const lifecycle = new NodeLifecycle()
     const stack = new StartStopStack(logger)
+    signal?.throwIfAborted()
+    const abort = (): void => { void stack.stop() }
+    signal?.addEventListener('abort', abort, { once: true })
     const parts = await stack.start(async (step): Promise<Parts> => {
       await step('log level', () => followLevel(config, logger), (unfollow) => unfollow())
       const backend = await step('store', async () => await openBackend(config, dataDir), closeStore)
@@ -247,7 +254,7 @@ export class BrokerNode {
       plugins = host
       cluster.onNodeDown((left) => host.nodeLeft(left))
       await step('plugins', async () => {
-        await host.boot()
+        await host.boot({ lenient: lenientPlugins })
         await retained.warnUnkept()
       })
 
@@ -268,7 +275,13 @@ export class BrokerNode {
       await step('control socket', async () => await openControl(controlSocketPath(dataDir), commands, logger), async (control) => await control?.stop())
       return { engine, listeners, retained, queues, shared, hooks, access, banned, plugins: host, observability, storeIndex, tracer, commands, lifecycle, service }
     })
-    const node = new BrokerNode(config, logger, parts, stack)
+    signal?.removeEventListener('abort', abort)
+    // aborted after the last step started: the stack is unwinding; the node never ran
+    if (signal?.aborted === true) {
+      await stack.stop()
+      throw new Error('stopped while starting (after the last step)')
+    }
+    const node = new BrokerNode(config, logger, root, parts, stack)
     lifecycle.set('running')
     logger.info({ node: node.name, dataDir }, 'broker node is running')
     return node

@@ -10,6 +10,7 @@ import { NODE_USAGE, PLUGIN_COMMANDS } from '../ctl/usage.js'
 import { loadConfig } from '../config/load.js'
 import { ConfigError } from '../config/parse.js'
 import { INSTALL_ROOT } from '../root.js'
+import { versionLine } from './version.js'
 
 const OPTIONS = `Usage: broker_ctl [options] <command> [<args>]
 
@@ -21,6 +22,7 @@ Options:
   -d, --data-dir DIR    the node's data directory (its control socket is DIR/broker_ctl.sock)
   --socket PATH         the control socket itself
   --timeout SECONDS     how long to wait for the node (default 60)
+  -v, --version         print the version and exit
   -h, --help            show this help; \`broker_ctl help <command>\` shows one command
 
 Exit status: 0 done, 1 the command failed, 2 bad command or arguments, 3 the node cannot be reached.
@@ -98,7 +100,8 @@ async function main (): Promise<number> {
         'data-dir': { type: 'string', short: 'd' },
         socket: { type: 'string' },
         timeout: { type: 'string' },
-        help: { type: 'boolean', short: 'h' }
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' }
       },
       allowPositionals: true,
       strict: true
@@ -108,6 +111,10 @@ async function main (): Promise<number> {
     return EXIT.usage
   }
   const { values, positionals } = parsed
+  if (values.version === true) {
+    process.stdout.write(`${versionLine('broker_ctl')}\n`)
+    return EXIT.ok
+  }
   const json = values.json === true
   const timeout = Number(values.timeout ?? '60')
   if (!Number.isFinite(timeout) || timeout <= 0) {

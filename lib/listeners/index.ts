@@ -4,7 +4,7 @@ import { ConfigError } from '../config/parse.js'
 import { listenerPrefix, listenerValues, type ListenerType, type ListenerValues } from '../config/listener-settings.js'
 import type { Config } from '../config/store.js'
 import type { ListenAddress } from '../config/types.js'
-import type { ConnectionHandler, Listener } from './listener.js'
+import { listenerLabel, type ConnectionHandler, type Listener } from './listener.js'
 import { SocketListener } from './tcp.js'
 import { tlsOptions } from './tls-options.js'
 import { WsListener } from './ws.js'
@@ -90,4 +90,29 @@ function refuseSharedPorts (config: Config, open: Array<{ prefix: string, addres
     if (taken === undefined) return
     throw new ConfigError(config.origin(prefix), `${prefix}: port ${address.port} (${address.host}) is taken by ${taken.prefix} = ${taken.address.host}:${taken.address.port} (${config.origin(taken.prefix)})`)
   })
+}
+
+const TLS_PROTOCOLS = new Set(['mqtt:ssl', 'mqtt:wss'])
+
+/** What renewing one TLS listener's certificates did. */
+export interface TlsRenewal { listener: string, changed: boolean, error?: string }
+
+/**
+ * Reads every TLS listener's key and certificate files again and serves them
+ * to new connections (open ones keep theirs). A listener whose files do not
+ * read or load keeps serving the old ones and reports why.
+ */
+export async function renewTls (listeners: readonly Listener[], config: Config, root: string): Promise<TlsRenewal[]> {
+  const renewals: TlsRenewal[] = []
+  for (const listener of listeners) {
+    if (!TLS_PROTOCOLS.has(listener.protocol) || listener.renewTls === undefined) continue
+    // the listener's label is its key prefix, `listener.ssl.<name>`
+    const prefix = listenerLabel(listener)
+    try {
+      renewals.push({ listener: prefix, changed: listener.renewTls(await tlsOptions(config, prefix, root)) })
+    } catch (err) {
+      renewals.push({ listener: prefix, changed: false, error: (err as Error).message })
+    }
+  }
+  return renewals
 }

@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import type { Server } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { IncomingMessage } from 'node:http'
+import type { TlsOptions } from 'node:tls'
 import type { ListenAddress } from '../config/types.js'
 import type { ConnectionGate } from './gate.js'
 
@@ -23,6 +24,12 @@ export interface Listener {
   /** the configured address, and after start the bound port */
   readonly address: ListenAddress
   start: () => Promise<void>
+  /**
+   * TLS listeners: serves `tls`'s key and certificates to the connections
+   * accepted from now on (open ones keep theirs); true when they differ from
+   * the ones served so far. Throws, keeping the old ones, when they do not load.
+   */
+  renewTls?: (tls: TlsOptions) => boolean
   /** Stops accepting; open connections are left to the engine to close. */
   stop: () => Promise<void>
 }
@@ -48,4 +55,9 @@ export async function listen (server: Server, address: ListenAddress, label: str
 export async function closeServer (server: Server): Promise<void> {
   if (!server.listening) return
   await new Promise<void>((resolve) => server.close(() => resolve()))
+}
+
+/** The TLS material of `options` that `renewTls` compares: the key and certificates served. */
+export function sameTlsMaterial (a: TlsOptions, b: TlsOptions): boolean {
+  return [a.key, a.cert, a.ca].every((value, i) => String(value) === String([b.key, b.cert, b.ca][i]))
 }

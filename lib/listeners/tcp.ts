@@ -1,11 +1,11 @@
 // MQTT over TCP (`mqtt:tcp`) and over TLS (`mqtt:ssl`), optionally behind a
 // load balancer speaking the PROXY protocol (docs/listeners-proxy.md).
 import { createServer, type Server, type Socket } from 'node:net'
-import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls'
+import { createServer as createTlsServer, type Server as TlsServer, type TLSSocket, type TlsOptions } from 'node:tls'
 import type { ListenAddress } from '../config/types.js'
 import { recordConnection, type Peer } from './conn-info.js'
 import { ConnectionGate, type Refusal } from './gate.js'
-import { closeServer, listen, listenerLabel, type ConnectionHandler, type Listener } from './listener.js'
+import { closeServer, listen, listenerLabel, sameTlsMaterial, type ConnectionHandler, type Listener } from './listener.js'
 import { readProxyHeader } from './proxy-protocol.js'
 
 export interface SocketListenerOptions {
@@ -31,6 +31,9 @@ export class SocketListener implements Listener {
   readonly gate: ConnectionGate
   readonly address: ListenAddress
   readonly #server: Server
+  /** the server that does the TLS handshakes (the listening one, or the one behind the PROXY header reader) */
+  #tlsServer: TlsServer | undefined
+  #tls: TlsOptions | undefined
 
   constructor (options: SocketListenerOptions) {
     const secure = options.tls !== undefined
@@ -53,7 +56,7 @@ export class SocketListener implements Listener {
     if (timeout === undefined) {
       const onSocket = (socket: Socket): void => admit(socket, (refusal) => handOn(socket, refusal))
       this.#server = secure
-        ? createTlsServer(options.tls!).on('secureConnection', onSocket).on('tlsClientError', (_err, socket) => socket.destroy())
+        ? this.#handshakes(options.tls!).on('secureConnection', onSocket)
         : createServer(onSocket)
     } else if (!secure) {
       // admitted first, as without a proxy: max_connections and max_conn_rate bound the sockets waiting for a header
@@ -67,6 +70,14 @@ export class SocketListener implements Listener {
 
   async start (): Promise<void> {
     this.address.port = await listen(this.#server, this.address, listenerLabel(this))
+  }
+
+  renewTls (tls: TlsOptions): boolean {
+    if (this.#tlsServer === undefined || this.#tls === undefined) throw new Error(`${listenerLabel(this)} is not a TLS listener`)
+    this.#tlsServer.setSecureContext(tls)
+    const changed = !sameTlsMaterial(this.#tls, tls)
+    this.#tls = tls
+    return changed
   }
 
   async stop (): Promise<void> {
@@ -87,6 +98,12 @@ export class SocketListener implements Listener {
     })
   }
 
+  #handshakes (tls: TlsOptions): TlsServer {
+    this.#tls = tls
+    this.#tlsServer = createTlsServer(tls).on('tlsClientError', (_err, socket) => socket.destroy())
+    return this.#tlsServer
+  }
+
   /**
    * The header comes before the TLS handshake: a plain server reads it off the
    * raw socket and hands the socket (the ClientHello put back) to a TLS server
@@ -96,9 +113,8 @@ export class SocketListener implements Listener {
   #proxiedTls (tls: TlsOptions, timeout: number, onSocket: (socket: TLSSocket, peer?: Peer) => void): Server {
     const peers = new Map<string, Peer>()
     const key = (socket: Socket): string => `${socket.remoteAddress ?? ''}|${socket.remotePort ?? 0}`
-    const tlsServer = createTlsServer(tls)
+    const tlsServer = this.#handshakes(tls)
       .on('secureConnection', (socket: TLSSocket) => onSocket(socket, peers.get(key(socket))))
-      .on('tlsClientError', (_err, socket) => socket.destroy())
     return createServer((raw) => this.#proxied(raw, timeout, (peer) => {
       if (peer !== undefined) {
         const k = key(raw)

@@ -1,14 +1,14 @@
 // MQTT over WebSocket (`mqtt:ws`) and secure WebSocket (`mqtt:wss`) at
 // `mqtt_path`, with the MQTT sub-protocols of SPEC §4.4 (and plain `mqtt`).
 import { createServer, type IncomingMessage, type Server } from 'node:http'
-import { createServer as createHttpsServer } from 'node:https'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import { isIP, type Socket } from 'node:net'
 import type { TlsOptions } from 'node:tls'
 import { WebSocketServer, createWebSocketStream } from 'ws'
 import type { ListenAddress } from '../config/types.js'
 import { plainAddress, recordConnection, type Peer } from './conn-info.js'
 import { ConnectionGate, type Refusal } from './gate.js'
-import { closeServer, listen, listenerLabel, type ConnectionHandler, type Listener } from './listener.js'
+import { closeServer, listen, listenerLabel, sameTlsMaterial, type ConnectionHandler, type Listener } from './listener.js'
 
 export const MQTT_SUBPROTOCOLS = new Set(['mqtt', 'mqttv3.1', 'mqttv3.1.1', 'mqttv5.0'])
 
@@ -80,6 +80,7 @@ export class WsListener implements Listener {
   readonly address: ListenAddress
   readonly #server: Server
   readonly #wss: WebSocketServer
+  #tls: TlsOptions | undefined
 
   constructor (options: WsListenerOptions) {
     const secure = options.tls !== undefined
@@ -92,6 +93,7 @@ export class WsListener implements Listener {
     this.gate = new ConnectionGate(options.maxClients, options.maxConnRate)
     const addressHeader = options.proxyAddressHeader
     this.#wss = new WebSocketServer({ noServer: true, handleProtocols: chooseSubprotocol, perMessageDeflate: false, maxPayload: wsMaxPayload(options.maxPacketSize) })
+    this.#tls = options.tls
     this.#server = secure ? createHttpsServer(options.tls!) : createServer()
     this.#server.on('request', (_req, res) => {
       res.writeHead(426, { 'content-type': 'text/plain' }).end(`MQTT over WebSocket is served at ${options.path}\n`)
@@ -118,6 +120,15 @@ export class WsListener implements Listener {
 
   async start (): Promise<void> {
     this.address.port = await listen(this.#server, this.address, listenerLabel(this))
+  }
+
+  renewTls (tls: TlsOptions): boolean {
+    if (this.#tls === undefined) throw new Error(`${listenerLabel(this)} is not a TLS listener`)
+    const server = this.#server as HttpsServer
+    server.setSecureContext(tls)
+    const changed = !sameTlsMaterial(this.#tls, tls)
+    this.#tls = tls
+    return changed
   }
 
   async stop (): Promise<void> {

@@ -21,6 +21,7 @@ import type { PluginCounters } from '../metrics/plugin-counters.js'
 import { PluginRoutes } from './plugin-routes.js'
 import { readLoadedList, writeLoadedList } from './loaded-list.js'
 import { configItemValue, readPluginConfig, validatePluginConfig } from './plugin-config.js'
+import { ConfigError } from '../config/parse.js'
 
 /** Why a plugin operation failed; `code` follows SPEC §3 / §7 (already_started = v2 110, not_started = 111). */
 export class PluginError extends Error {
@@ -33,6 +34,9 @@ export class PluginError extends Error {
 export interface PluginRecord { name: string, version: string, description: string, active: boolean }
 /** A plugin whose code was replaced: its new version, and whether it runs (else the new code waits for its next load). */
 export interface CodeReplaced { plugin: string, version: string, active: boolean }
+
+/** What re-reading one active plugin's settings did (`failed`: `error` says why). */
+export interface SettingsReload { plugin: string, outcome: 'reloaded' | 'live' | 'unchanged' | 'failed', error?: string }
 
 /** A plugin setting the node's configuration API shows (SPEC §2.14): `app` is the plugin; a change applies at once (live, or by a reload). */
 export interface PluginConfigItem { key: string, value: string, datatype: string, app: string, kind: 'live' }
@@ -102,19 +106,36 @@ export class PluginHost {
 
   constructor (private readonly options: PluginHostOptions) {}
 
-  /** Finds the plugins, then loads the listed ones; a plugin that fails is reported and skipped. */
-  async boot (): Promise<void> {
+  /**
+   * Finds the plugins, then loads the listed ones. A plugin whose settings
+   * are refused (its schema, or its `check`) throws the ConfigError
+   * (`file:line: key: why`) and the node does not start, as for the node's own
+   * settings; `lenient` logs it and goes on instead. A plugin that fails for
+   * another reason (its code, a backend it cannot reach) is logged and skipped.
+   */
+  async boot ({ lenient = false }: { lenient?: boolean } = {}): Promise<void> {
     await this.#discover()
     // a new install (no data/loaded_plugins yet) starts with the management API and the retainer, as EMQ X ships
     this.#order = (await readLoadedList(this.options.loadedFile)) ?? [...DEFAULT_PLUGINS]
     this.options.hooks.reorder((owner) => this.rank(owner))
     for (const name of [...this.#order]) {
       try {
-        await this.#load(name)
+        await this.#bootOne(name)
       } catch (err) {
+        if (err instanceof ConfigError && !lenient) throw err
         this.options.logger.error({ plugin: name, err: (err as Error).message }, 'plugin failed to load at boot')
       }
     }
+  }
+
+  async #bootOne (name: string): Promise<void> {
+    const config = await this.#config(name)
+    try {
+      await this.check(name, config)
+    } catch (err) {
+      throw new ConfigError(this.configFile(name), (err as Error).message)
+    }
+    await this.#start(name, config)
   }
 
   /** A plugin's place in the chain; the node's own handlers (not a plugin) come after every plugin. */
@@ -181,22 +202,49 @@ export class PluginHost {
    */
   async reload (name: string): Promise<'reloaded' | 'live'> {
     return await this.#serial(async () => {
-      const running = this.#loads.get(name)
-      if (running === undefined) {
+      if (!this.#loads.has(name)) {
         await this.#loadNow(name)
         return 'reloaded'
       }
-      const config = await this.#config(name)
-      const changed = changedKeys(running.config, config)
-      if (running.canApplyLive(changed)) {
-        running.applyLive(config, changed)
-        this.options.logger.info({ plugin: name, keys: changed }, 'plugin settings applied live')
-        return 'live'
-      }
-      await this.#unload(name)
-      await this.#start(name, config)
-      return 'reloaded'
+      return await this.#reloadSettings(name, true) as 'reloaded' | 'live'
     })
+  }
+
+  /**
+   * Reads every active plugin's settings files again (SIGHUP) and applies
+   * what changed: live keys in place, other changes by a reload; a plugin
+   * whose settings did not change is left alone, one whose new settings are
+   * refused keeps running as it was (`failed`, with why; as `reload`, a
+   * new load that throws leaves the plugin unloaded).
+   */
+  async reloadChangedSettings (): Promise<SettingsReload[]> {
+    const outcomes: SettingsReload[] = []
+    for (const name of [...this.#order]) {
+      if (!this.#loads.has(name)) continue
+      try {
+        outcomes.push({ plugin: name, outcome: await this.#serial(async () => await this.#reloadSettings(name, false)) })
+      } catch (err) {
+        outcomes.push({ plugin: name, outcome: 'failed', error: (err as Error).message })
+      }
+    }
+    return outcomes
+  }
+
+  /** `always`: a load with unchanged settings is reloaded too (what `reload` asks); else it is left alone. */
+  async #reloadSettings (name: string, always: boolean): Promise<'reloaded' | 'live' | 'unchanged'> {
+    const running = this.#loads.get(name)
+    if (running === undefined) return 'unchanged'
+    const config = await this.#config(name)
+    const changed = changedKeys(running.config, config)
+    if (!always && changed.length === 0) return 'unchanged'
+    if (running.canApplyLive(changed)) {
+      running.applyLive(config, changed)
+      this.options.logger.info({ plugin: name, keys: changed }, 'plugin settings applied live')
+      return 'live'
+    }
+    await this.#unload(name)
+    await this.#start(name, config)
+    return 'reloaded'
   }
 
   /**
