@@ -34,7 +34,7 @@ export class TransportError extends Error {
 const MAX_BODY = 64 * 1024
 
 /** Failures before any answer, worth another try: the server was not reached or dropped the connection. */
-const RETRYABLE: ReadonlySet<string> = Object.freeze(new Set(['ECONNRESET', 'ECONNREFUSED', 'ENOTFOUND', 'ENETDOWN', 'ENETUNREACH', 'EHOSTDOWN', 'EHOSTUNREACH', 'EPIPE', 'UND_ERR_SOCKET']))
+const RETRYABLE = Object.freeze(['ECONNRESET', 'ECONNREFUSED', 'ENOTFOUND', 'ENETDOWN', 'ENETUNREACH', 'EHOSTDOWN', 'EHOSTUNREACH', 'EPIPE', 'UND_ERR_SOCKET'])
 
 type RetryCallback = (err?: Error | null) => void
 
@@ -93,7 +93,7 @@ export class HttpClient {
     const { retryTimes, retryInterval, retryBackoff } = this.#options
     const wait = Math.max(0, retryInterval * retryBackoff ** (counter - 1))
     const code = (err as NodeJS.ErrnoException).code ?? ''
-    if (!RETRYABLE.has(code) || counter > retryTimes || Date.now() + wait >= deadline || this.closed) return done(err)
+    if (!RETRYABLE.includes(code) || counter > retryTimes || Date.now() + wait >= deadline || this.closed) return done(err)
     sleep(wait, undefined, { signal: this.#stop.signal }).then(() => done(null), () => done(err))
   }
 
