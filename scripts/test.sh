@@ -1,34 +1,48 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh Debian machine (Debian
 # packages, then npm packages), lints, builds and runs the whole test suite.
-# Extra arguments go to tap (e.g. a test file).
+# Extra arguments go to tap (e.g. a test file). Runs as root or as a user:
+# sudo is used only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the database servers live in the sbin folders, which a user's PATH lacks
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+step () { printf '\n==> %s\n' "$*"; }
 
 debian_packages=()
-command -v mosquitto_pub >/dev/null 2>&1 || debian_packages+=(mosquitto-clients)
-command -v openssl >/dev/null 2>&1 || debian_packages+=(openssl)
+# need <Debian package> <command that succeeds when it is installed>: one line per package, the one list to add to
+need () { local package=$1; shift; "$@" >/dev/null 2>&1 || debian_packages+=("$package"); }
+need mosquitto-clients command -v mosquitto_pub
+need openssl command -v openssl
 # the database servers the auth plugins are tested against (started by the tests, never as services)
-command -v redis-server >/dev/null 2>&1 || debian_packages+=(redis-server)
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || debian_packages+=(postgresql)
-command -v mariadbd >/dev/null 2>&1 || debian_packages+=(mariadb-server)
-command -v slapd >/dev/null 2>&1 || debian_packages+=(slapd)
-command -v ldapadd >/dev/null 2>&1 || debian_packages+=(ldap-utils)
+need redis-server command -v redis-server
+need postgresql compgen -G '/usr/lib/postgresql/*/bin/initdb'
+need mariadb-server command -v mariadbd
+need slapd command -v slapd
+need ldap-utils command -v ldapadd
 # stomp.py, the real STOMP client of broker_stomp's tests (run by Debian's /usr/bin/python3)
-/usr/bin/python3 -c 'import stomp' >/dev/null 2>&1 || debian_packages+=(python3-stomp)
+need python3-stomp /usr/bin/python3 -c 'import stomp'
 # libcoap's coap-client (the build without DTLS, coap-client-notls), a real CoAP client of broker_coap's tests
-command -v coap-client-notls >/dev/null 2>&1 || debian_packages+=(libcoap3-bin)
+need libcoap3-bin command -v coap-client-notls
 # the headless browser of broker_dashboard's browser tests (driven by playwright-core, never a downloaded browser)
-command -v chromium >/dev/null 2>&1 || debian_packages+=(chromium)
+need chromium command -v chromium
 
 if [ ${#debian_packages[@]} -gt 0 ]; then
-  sudo=''
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  echo "installing Debian packages: ${debian_packages[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${debian_packages[@]}" >/dev/null
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "missing Debian packages: ${debian_packages[*]}; install them as root (there is no sudo)" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  step "installing Debian packages: ${debian_packages[*]}"
+  "${sudo[@]}" apt-get update
+  # apt's own progress (one line per download and per package set up) is left on the terminal
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${debian_packages[@]}"
 fi
 
+step 'npm ci (installs the npm packages, then applies patches/)'
 npm ci --no-audit --no-fund
+step 'npm run lint'
 npm run lint
+step "npm test${*:+ -- $*} (builds, then runs the tap suite)"
 npm test -- "$@"

@@ -5,7 +5,8 @@ import { connect } from 'node:net'
 import { isAbsolute, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { EXIT, formatUsage } from '../ctl/command.js'
-import { controlSocketPath, type CtlRequest, type CtlResponse } from '../ctl/protocol.js'
+import { ProgressDisplay, type ProgressMode } from '../ctl/progress-display.js'
+import { controlSocketPath, type CtlProgressLine, type CtlRequest, type CtlResponse } from '../ctl/protocol.js'
 import { NODE_USAGE, PLUGIN_COMMANDS } from '../ctl/usage.js'
 import { loadConfig } from '../config/load.js'
 import { ConfigError } from '../config/parse.js'
@@ -21,7 +22,9 @@ Options:
   -c, --config FILE     configuration file that names the node's data directory (default: etc/broker.conf)
   -d, --data-dir DIR    the node's data directory (its control socket is DIR/broker_ctl.sock)
   --socket PATH         the control socket itself
-  --timeout SECONDS     how long to wait for the node (default 60)
+  --timeout SECONDS     how long to wait for a word from the node (default 60)
+  --progress            progress of long operations (drain, plugin load, a big answer) as lines on
+                        stderr; on a terminal it is shown anyway, as one line that updates
   -v, --version         print the version and exit
   -h, --help            show this help; \`broker_ctl help <command>\` shows one command
 
@@ -52,17 +55,53 @@ function absolutePaths (argv: string[]): string[] {
 
 class Unreachable extends Error {}
 
-async function ask (path: string, request: CtlRequest, timeoutMs: number): Promise<CtlResponse> {
+/** A line the node sends before its answer (protocol.ts); the answer itself is never parsed twice. */
+function progressText (line: string): string | undefined {
+  if (!line.startsWith('{"progress":')) return undefined
+  try {
+    return String((JSON.parse(line) as CtlProgressLine).progress)
+  } catch {
+    return undefined
+  }
+}
+
+/** Sends the request and reads the answer; `timeoutMs` is how long the node may say nothing (a followed drain talks all along). */
+async function ask (path: string, request: CtlRequest, timeoutMs: number, display: ProgressDisplay | undefined): Promise<CtlResponse> {
   return await new Promise((resolvePromise, reject) => {
     const socket = connect(path)
-    let answer = ''
-    const timer = setTimeout(() => {
-      socket.destroy()
-      reject(new Unreachable(`the node did not answer within ${timeoutMs / 1000} s (${path})`))
-    }, timeoutMs)
+    let answer: string | undefined
+    let pending = ''
+    let pendingBytes = 0
+    let timer: NodeJS.Timeout | undefined
+    const quiet = (): void => {
+      clearTimeout(timer)
+      timer = setTimeout(() => {
+        socket.destroy()
+        reject(new Unreachable(`the node did not answer within ${timeoutMs / 1000} s (${path})`))
+      }, timeoutMs)
+    }
+    const line = (text: string): void => {
+      const progress = progressText(text)
+      if (progress === undefined) answer = text
+      else display?.show(progress)
+    }
+    quiet()
     socket.setEncoding('utf8')
     socket.on('connect', () => socket.write(`${JSON.stringify(request)}\n`))
-    socket.on('data', (chunk: string) => { answer += chunk })
+    socket.on('data', (chunk: string) => {
+      quiet()
+      let from = 0
+      // only the chunk is searched for line ends, so a big answer is not scanned again at each chunk
+      for (let end = chunk.indexOf('\n'); end >= 0; end = chunk.indexOf('\n', from)) {
+        line(pending + chunk.slice(from, end))
+        pending = ''
+        pendingBytes = 0
+        from = end + 1
+      }
+      pending += chunk.slice(from)
+      pendingBytes += Buffer.byteLength(chunk) - Buffer.byteLength(chunk.slice(0, from))
+      if (pending !== '') display?.receiving(pendingBytes)
+    })
     socket.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer)
       const why = err.code === 'ENOENT' || err.code === 'ECONNREFUSED' ? 'the node is not running' : err.message
@@ -70,8 +109,9 @@ async function ask (path: string, request: CtlRequest, timeoutMs: number): Promi
     })
     socket.on('end', () => {
       clearTimeout(timer)
+      if (pending !== '') line(pending)
       try {
-        resolvePromise(JSON.parse(answer) as CtlResponse)
+        resolvePromise(JSON.parse(answer ?? '') as CtlResponse)
       } catch {
         reject(new Unreachable(`the node closed the connection without an answer (${path})`))
       }
@@ -100,6 +140,7 @@ async function main (): Promise<number> {
         'data-dir': { type: 'string', short: 'd' },
         socket: { type: 'string' },
         timeout: { type: 'string' },
+        progress: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' }
       },
@@ -132,8 +173,11 @@ async function main (): Promise<number> {
     process.stderr.write(`broker_ctl: ${message}\n`)
     return EXIT.usage
   }
+  // a person at a terminal sees progress without asking; a script asks with --progress
+  const mode: ProgressMode | undefined = values.progress === true ? 'lines' : process.stdout.isTTY && process.stderr.isTTY ? 'terminal' : undefined
+  const display = mode === undefined ? undefined : new ProgressDisplay(mode)
   try {
-    const response = await ask(path, { argv }, timeout * 1000)
+    const response = await ask(path, { argv, progress: display !== undefined }, timeout * 1000, display).finally(() => display?.done())
     if (helpAsked && response.ok && !json) process.stdout.write(OPTIONS + '\nCommands:\n')
     return print(json, response)
   } catch (err) {

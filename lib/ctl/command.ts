@@ -7,12 +7,27 @@ export interface CtlOutput { text: string, data: unknown }
 /** `[usage, description]`, e.g. `['users add <Username> <Password>', 'Add a user']`. */
 export type UsageLine = readonly [string, string]
 
+/**
+ * A running command's word to the person waiting at `broker_ctl`: shown on
+ * its terminal (stderr, one line that updates), never part of the answer.
+ */
+export interface CtlProgress {
+  /** false when nobody watches (a script, --json without --progress): a command may then answer at once */
+  readonly wanted: boolean
+  /** aborts when broker_ctl went away (Ctrl-C): stop following, not the operation */
+  readonly signal: AbortSignal
+  report: (text: string) => void
+}
+
+/** Progress nobody asked for. */
+export const NO_PROGRESS: CtlProgress = { wanted: false, signal: new AbortController().signal, report: () => {} }
+
 export interface CtlCommand {
   /** the first word, e.g. `users` */
   name: string
   usage: readonly UsageLine[]
-  /** `args` are the words after the name; throw CtlError to fail */
-  run: (args: string[]) => CtlOutput | Promise<CtlOutput>
+  /** `args` are the words after the name; throw CtlError to fail; `progress` (NO_PROGRESS when not given) is for operations a person waits on */
+  run: (args: string[], progress?: CtlProgress) => CtlOutput | Promise<CtlOutput>
 }
 
 /** Exit statuses of `broker_ctl`. */

@@ -4,11 +4,12 @@
 // from their facts; `--json` shows the facts. Plugins add theirs through `ctx.commands`.
 import { loadavg } from 'node:os'
 import { resolve } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import { isServiceError, type BannedKind, type ConnectionFacts, type DrainStatus, type NodeOperations, type SessionFacts } from '../service/operations.js'
 import { parseDuration } from '../config/types.js'
 import { datetime, maxFds, openFds } from '../sys/node-info.js'
 import { TraceError, type TraceKind, type Tracer } from '../trace/tracer.js'
-import { CtlError, keyValues, output, usageError, type CtlCommand, type CtlOutput } from './command.js'
+import { CtlError, keyValues, NO_PROGRESS, output, usageError, type CtlCommand, type CtlOutput, type CtlProgress } from './command.js'
 import { onHolder, rowsOfAll, type ListMethod } from '../cluster/cluster.js'
 import { NODE_USAGE, type NodeCommandName } from './usage.js'
 
@@ -49,7 +50,7 @@ function qosOf (text: string): 0 | 1 | 2 {
   return Number(text) as 0 | 1 | 2
 }
 
-type Handler = (args: string[], parts: NodeCommandParts) => CtlOutput | Promise<CtlOutput>
+type Handler = (args: string[], parts: NodeCommandParts, progress: CtlProgress) => CtlOutput | Promise<CtlOutput>
 
 
 /** The rows of a listing from every node of the cluster (this one alone on one node). */
@@ -59,12 +60,12 @@ async function everywhere<M extends ListMethod> ({ service }: NodeCommandParts, 
 
 /** Picks the handler for the sub-command and its number of arguments; anything else is a usage error. */
 function dispatch (table: Record<string, { arity: number | [number, number], run: Handler }>): Handler {
-  return (args, parts) => {
+  return (args, parts, progress) => {
     const [sub = '', ...rest] = args
     const entry = Object.hasOwn(table, sub) ? table[sub] : undefined
     const [min, max] = typeof entry?.arity === 'number' ? [entry.arity, entry.arity] : entry?.arity ?? [0, 0]
     if (entry === undefined || rest.length < min || rest.length > max) throw usageError(`bad arguments: ${args.join(' ') || '(none)'}`)
-    return entry.run(rest, parts)
+    return entry.run(rest, parts, progress)
   }
 }
 
@@ -180,12 +181,12 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
       }
     }
   }),
-  node: (args, parts) => {
+  node: (args, parts, progress) => {
     const [sub, ...rest] = args
     if (sub === 'drain' && rest.length === 1 && rest[0] === 'status') return drainStatus(parts.service.drainStatus())
     // `node drain 50`; `--rate 50` too, when it reaches the node (`broker_ctl node drain -- --rate 50`)
-    if (sub === 'drain' && rest.length <= 1 && rest[0] !== 'status') return drain(rest[0], parts)
-    if (sub === 'drain' && rest.length === 2 && rest[0] === '--rate') return drain(rest[1], parts)
+    if (sub === 'drain' && rest.length <= 1 && rest[0] !== 'status') return drain(rest[0], parts, progress)
+    if (sub === 'drain' && rest.length === 2 && rest[0] === '--rate') return drain(rest[1], parts, progress)
     if (sub === 'health' && rest.length === 0) {
       const health = parts.service.health()
       const text = health.reasons.length === 0 ? `Node '${parts.service.name}' is ${health.status}` : `Node '${parts.service.name}' is ${health.status}, not serving: ${health.reasons.join(', ')}`
@@ -249,9 +250,9 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
         return output(lines(rows.map((p) => record('Plugin', p.name, { version: p.version, description: p.description, active: p.active }))), rows)
       }
     },
-    load: { arity: 1, run: async ([name], parts) => await pluginOperation('load', name, async () => await parts.service.loadPlugin(name)) },
-    unload: { arity: 1, run: async ([name], parts) => await pluginOperation('unload', name, async () => await parts.service.unloadPlugin(name)) },
-    reload: { arity: 1, run: async ([name], parts) => await pluginOperation('reload', name, async () => await parts.service.reloadPlugin(name)) }
+    load: { arity: 1, run: async ([name], parts, progress) => await pluginOperation('load', name, async () => await parts.service.loadPlugin(name), progress) },
+    unload: { arity: 1, run: async ([name], parts, progress) => await pluginOperation('unload', name, async () => await parts.service.unloadPlugin(name), progress) },
+    reload: { arity: 1, run: async ([name], parts, progress) => await pluginOperation('reload', name, async () => await parts.service.reloadPlugin(name), progress) }
   }),
   listeners: dispatch({
     '': {
@@ -338,14 +339,35 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
   }
 }
 
-async function drain (rateText: string | undefined, { service }: NodeCommandParts): Promise<CtlOutput> {
+async function drain (rateText: string | undefined, { service }: NodeCommandParts, progress: CtlProgress): Promise<CtlOutput> {
   let rate: number | undefined
   if (rateText !== undefined) {
     rate = Number(rateText)
     if (!/^\d+$/.test(rateText) || rate < 1) throw usageError(`bad rate ${rateText}: clients per second, at least 1`)
   }
   const status = await attempt(async () => await service.drain(rate))
-  return output(`Node '${service.name}' is draining: listeners closed, ${status.remaining} clients to disconnect at ${status.rate}/s`, status)
+  if (!progress.wanted) return output(`Node '${service.name}' is draining: listeners closed, ${status.remaining} clients to disconnect at ${status.rate}/s`, status)
+  const end = await followDrain(service, progress)
+  const text = end.state === 'drained'
+    ? `Node '${service.name}' is drained: ${end.disconnected} clients disconnected`
+    : `Node '${service.name}' is draining: ${end.remaining} clients left to disconnect at ${end.rate}/s`
+  return output(text, end)
+}
+
+/** How often a followed drain tells how far it is. */
+const DRAIN_REPORT_MS = 500
+
+/** A person watches: the drain is followed, a progress line each half second, until the last client is gone or broker_ctl goes away (the drain goes on). */
+async function followDrain (service: NodeOperations, progress: CtlProgress): Promise<DrainStatus> {
+  let status = service.drainStatus()
+  let told = ''
+  while (status.state === 'draining' && !progress.signal.aborted) {
+    const line = `draining: ${status.disconnected} of ${status.total} clients disconnected, ${status.remaining} left (${status.rate}/s)`
+    if (line !== told) progress.report(told = line)
+    await delay(DRAIN_REPORT_MS, undefined, { signal: progress.signal }).catch(() => {})
+    status = service.drainStatus()
+  }
+  return status
 }
 
 function drainStatus (status: DrainStatus): CtlOutput {
@@ -360,7 +382,9 @@ function bannedKind (as: string): BannedKind {
   return as as BannedKind
 }
 
-async function pluginOperation (verb: 'load' | 'unload' | 'reload', name: string, operation: () => Promise<void>): Promise<CtlOutput> {
+async function pluginOperation (verb: 'load' | 'unload' | 'reload', name: string, operation: () => Promise<void>, progress: CtlProgress): Promise<CtlOutput> {
+  // a plugin's load may wait for its servers (a database, a port): say what the wait is for
+  progress.report(`${verb}ing plugin ${name}`)
   try {
     await operation()
   } catch (err) {
@@ -375,6 +399,6 @@ export function nodeCommands (parts: NodeCommandParts): CtlCommand[] {
   return (Object.keys(NODE_USAGE) as NodeCommandName[]).map((name) => ({
     name,
     usage: NODE_USAGE[name],
-    run: async (args: string[]) => await HANDLERS[name](args, parts)
+    run: async (args: string[], progress: CtlProgress = NO_PROGRESS) => await HANDLERS[name](args, parts, progress)
   }))
 }

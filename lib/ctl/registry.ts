@@ -1,6 +1,6 @@
 // The commands `broker_ctl` can run on this node, each with its owner (the
 // node, or the plugin that added it and loses it when it unloads).
-import { CtlError, formatUsage, usageError, type CtlCommand, type CtlOutput } from './command.js'
+import { CtlError, formatUsage, NO_PROGRESS, usageError, type CtlCommand, type CtlOutput, type CtlProgress } from './command.js'
 import { PLUGIN_COMMANDS } from './usage.js'
 
 /** `unknown command: users (broker_auth_username adds it: …)` */
@@ -35,12 +35,12 @@ export class CommandRegistry {
   }
 
   /** Runs `argv` (`['clients', 'kick', 'c1']`); an unknown command is a usage error. */
-  async run (argv: string[]): Promise<CtlOutput> {
+  async run (argv: string[], progress: CtlProgress = NO_PROGRESS): Promise<CtlOutput> {
     const [name, ...args] = argv
     const command = name === undefined ? undefined : this.get(name)
     if (command === undefined) throw name === undefined ? usageError('no command given') : unknown(name)
     try {
-      return await command.run(args)
+      return await command.run(args, progress)
     } catch (err) {
       if (err instanceof CtlError) throw err
       throw new CtlError(`${name}: ${(err as Error).message}`)

@@ -1,10 +1,11 @@
 // The node's end of the control channel (see protocol.ts): reads one request
-// line, runs it through the command registry, answers one line, closes.
+// line, runs it through the command registry (writing the progress lines it
+// reports when the request wants them), answers one line, closes.
 import { chmod, unlink } from 'node:fs/promises'
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import type { Logger } from '../log.js'
-import { CtlError, EXIT, formatUsage } from './command.js'
-import type { CtlRequest, CtlResponse } from './protocol.js'
+import { CtlError, EXIT, formatUsage, NO_PROGRESS, type CtlProgress } from './command.js'
+import type { CtlProgressLine, CtlRequest, CtlResponse } from './protocol.js'
 import type { CommandRegistry } from './registry.js'
 
 const MAX_REQUEST = 64 * 1024
@@ -61,14 +62,30 @@ export class ControlServer {
       const end = input.indexOf('\n')
       if (end < 0 && input.length <= MAX_REQUEST) return
       socket.removeAllListeners('data')
-      socket.pause()
-      this.#answer(end < 0 ? undefined : input.slice(0, end))
+      // anything after the request is read and dropped, so broker_ctl going away (Ctrl-C) is seen as the end of the stream
+      socket.on('data', () => {})
+      this.#answer(end < 0 ? undefined : input.slice(0, end), socket)
         .then((response) => socket.end(`${JSON.stringify(response)}\n`))
         .catch(() => socket.destroy())
     })
   }
 
-  async #answer (line: string | undefined): Promise<CtlResponse> {
+  /** What a command reports while it runs, as lines before the answer; a no-op unless the request wants them. */
+  #progress (request: CtlRequest, socket: Socket): CtlProgress {
+    if (request.progress !== true) return NO_PROGRESS
+    const gone = new AbortController()
+    socket.once('close', () => gone.abort())
+    return {
+      wanted: true,
+      signal: gone.signal,
+      report: (text) => {
+        const line: CtlProgressLine = { progress: text }
+        if (socket.writable) socket.write(`${JSON.stringify(line)}\n`)
+      }
+    }
+  }
+
+  async #answer (line: string | undefined, socket: Socket): Promise<CtlResponse> {
     let request: CtlRequest
     try {
       request = JSON.parse(line ?? '') as CtlRequest
@@ -77,7 +94,7 @@ export class ControlServer {
       return { ok: false, exit: EXIT.usage, error: `bad request: ${(err as Error).message}` }
     }
     try {
-      const { text, data } = await this.commands.run(request.argv)
+      const { text, data } = await this.commands.run(request.argv, this.#progress(request, socket))
       return { ok: true, text, data }
     } catch (err) {
       if (!(err instanceof CtlError)) {

@@ -12,7 +12,7 @@ export const NODE_USAGE = {
   ],
   cluster: [['cluster status', 'Cluster status']],
   node: [
-    ['node drain [<Rate>]', 'Stop accepting connections, then disconnect the clients at <Rate> per second (default node.drain_rate)'],
+    ['node drain [<Rate>]', 'Stop accepting connections, then disconnect the clients at <Rate> per second (default node.drain_rate); on a terminal or with --progress, follow it until done'],
     ['node drain status', 'Show how far the drain is'],
     ['node health', 'Show whether the node serves, and why not']
   ],

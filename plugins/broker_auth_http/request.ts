@@ -1,10 +1,11 @@
-// The HTTP calls: one keep-alive agent per scheme (at most pool_size sockets
-// per server), a deadline per call, and retries with backoff after a
-// connection failure. GET sends the parameters as the query string, POST as
-// an application/x-www-form-urlencoded body.
-import http from 'node:http'
-import https from 'node:https'
+// The HTTP calls, over undici: one Agent (at most pool_size keep-alive
+// sockets per server) composed with undici's retry interceptor, a deadline
+// per call (retries included), and retries with backoff after a connection
+// failure only (an HTTP answer, even a 5xx, is never retried). GET sends the
+// parameters as the query string, POST as an application/x-www-form-urlencoded
+// body.
 import { setTimeout as sleep } from 'node:timers/promises'
+import { Agent, interceptors, request, type Dispatcher } from 'undici'
 import type { Method } from './settings.js'
 
 export interface HttpAnswer {
@@ -24,7 +25,7 @@ export interface ClientOptions {
 
 /** No HTTP answer: refused, reset, timed out, or the client was closed. */
 export class TransportError extends Error {
-  constructor (message: string, readonly code: string, readonly retryable: boolean) {
+  constructor (message: string, readonly code: string) {
     super(message)
     this.name = 'TransportError'
   }
@@ -32,21 +33,22 @@ export class TransportError extends Error {
 
 const MAX_BODY = 64 * 1024
 
-function transportError (err: unknown, retryable: boolean): TransportError {
-  if (err instanceof TransportError) return err
-  const e = err as NodeJS.ErrnoException
-  return new TransportError(e?.message ?? String(err), e?.code ?? 'ERROR', retryable)
-}
+/** Failures before any answer, worth another try: the server was not reached or dropped the connection. */
+const RETRYABLE = Object.freeze(['ECONNRESET', 'ECONNREFUSED', 'ENOTFOUND', 'ENETDOWN', 'ENETUNREACH', 'EHOSTDOWN', 'EHOSTUNREACH', 'EPIPE', 'UND_ERR_SOCKET'])
+
+type RetryCallback = (err?: Error | null) => void
 
 export class HttpClient {
   readonly #options: ClientOptions
-  readonly #agents: { 'http:': http.Agent, 'https:': https.Agent }
+  readonly #agent: Agent
+  readonly #dispatcher: Dispatcher
   readonly #stop = new AbortController()
 
   constructor (options: ClientOptions) {
     this.#options = options
-    const agent = { keepAlive: true, maxSockets: options.poolSize, maxFreeSockets: options.poolSize }
-    this.#agents = { 'http:': new http.Agent(agent), 'https:': new https.Agent(agent) }
+    this.#agent = new Agent({ connections: options.poolSize })
+    // undici's RetryHandler replays the request; when and whether is #retry's decision (a whole-call deadline, a close)
+    this.#dispatcher = this.#agent.compose(interceptors.retry({ statusCodes: [], methods: ['GET', 'POST'], maxRetries: options.retryTimes }))
   }
 
   get closed (): boolean {
@@ -55,76 +57,61 @@ export class HttpClient {
 
   /** Sends the request; resolves with any HTTP answer, rejects with a TransportError. */
   async send (method: Method, url: string, params: Array<[string, string]>): Promise<HttpAnswer> {
+    if (this.closed) throw new TransportError('the HTTP client is closed', 'CLOSED')
     const target = new URL(url)
     const form = new URLSearchParams(params)
     if (method === 'get') for (const [name, value] of form) target.searchParams.append(name, value)
-    const body = method === 'post' ? form.toString() : undefined
     const deadline = Date.now() + this.#options.timeout
-    let delay = this.#options.retryInterval
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.#attempt(method, target, body, deadline - Date.now())
-      } catch (err) {
-        const error = transportError(err, false)
-        const wait = Math.max(0, delay)
-        if (!error.retryable || attempt >= this.#options.retryTimes || Date.now() + wait >= deadline || this.closed) throw error
-        await sleep(wait, undefined, { signal: this.#stop.signal }).catch(() => { throw error })
-        delay *= this.#options.retryBackoff
-      }
+    const late = new AbortController()
+    const timer = setTimeout(() => late.abort(new TransportError(`no answer within ${this.#options.timeout}ms`, 'ETIMEDOUT')), this.#options.timeout)
+    const signal = AbortSignal.any([this.#stop.signal, late.signal])
+    try {
+      const answer = await request(target, {
+        dispatcher: this.#dispatcher,
+        method: method === 'post' ? 'POST' : 'GET',
+        headers: method === 'post' ? { accept: '*/*', 'content-type': 'application/x-www-form-urlencoded' } : { accept: '*/*' },
+        body: method === 'post' ? form.toString() : undefined,
+        signal,
+        retryOptions: { retry: (err: Error, { state }: { state: { counter: number } }, done: RetryCallback) => this.#retry(err, state.counter, deadline, done) }
+      } as Parameters<typeof request>[1])
+      return { status: answer.statusCode, body: await text(answer.body) }
+    } catch (err) {
+      throw this.#failure(late.signal.aborted ? late.signal.reason : err)
+    } finally {
+      clearTimeout(timer)
     }
   }
 
   /** Ends every socket, idle or busy; calls in flight reject, later calls reject at once. */
   close (): void {
     this.#stop.abort()
-    this.#agents['http:'].destroy()
-    this.#agents['https:'].destroy()
+    void this.#agent.destroy().catch(() => {})
   }
 
-  #attempt (method: Method, target: URL, body: string | undefined, remaining: number): Promise<HttpAnswer> {
-    return new Promise((resolve, reject) => {
-      if (this.closed) return reject(new TransportError('the HTTP client is closed', 'CLOSED', false))
-      const agent = target.protocol === 'https:' ? this.#agents['https:'] : this.#agents['http:']
-      const send = target.protocol === 'https:' ? https.request : http.request
-      const headers: http.OutgoingHttpHeaders = { accept: '*/*' }
-      if (body !== undefined) {
-        headers['content-type'] = 'application/x-www-form-urlencoded'
-        headers['content-length'] = Buffer.byteLength(body)
-      }
-      let settled = false
-      let responded = false
-      const finish = (err: unknown, answer?: HttpAnswer): void => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        if (answer) resolve(answer)
-        else reject(err)
-      }
-      const req = send(target, { method: method.toUpperCase(), agent, headers, signal: this.#stop.signal })
-      const timer = setTimeout(() => {
-        const error = new TransportError(`no answer within ${this.#options.timeout}ms`, 'ETIMEDOUT', false)
-        finish(error)
-        req.destroy(error)
-      }, Math.max(0, remaining))
-      req.on('error', (err) => finish(transportError(err, !responded)))
-      req.on('response', (res) => {
-        responded = true
-        const chunks: Buffer[] = []
-        let size = 0
-        res.on('data', (chunk: Buffer) => {
-          if (size < MAX_BODY) chunks.push(chunk)
-          size += chunk.length
-        })
-        res.on('error', (err) => finish(transportError(err, false)))
-        res.on('close', () => {
-          if (!res.complete) finish(new TransportError('the answer was cut off', 'ECONNRESET', false))
-        })
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).subarray(0, MAX_BODY).toString('utf8')
-          finish(undefined, { status: res.statusCode ?? 0, body: text })
-        })
-      })
-      req.end(body)
-    })
+  /** Retry `counter` (1 = the first) after a failure: only a retryable one, within retry_times and before the deadline. */
+  #retry (err: Error, counter: number, deadline: number, done: RetryCallback): void {
+    const { retryTimes, retryInterval, retryBackoff } = this.#options
+    const wait = Math.max(0, retryInterval * retryBackoff ** (counter - 1))
+    const code = (err as NodeJS.ErrnoException).code ?? ''
+    if (!RETRYABLE.includes(code) || counter > retryTimes || Date.now() + wait >= deadline || this.closed) return done(err)
+    sleep(wait, undefined, { signal: this.#stop.signal }).then(() => done(null), () => done(err))
   }
+
+  #failure (err: unknown): TransportError {
+    if (err instanceof TransportError) return err
+    if (this.closed) return new TransportError('the HTTP client is closed', 'CLOSED')
+    const e = err as NodeJS.ErrnoException
+    return new TransportError(e?.message ?? String(err), e?.code ?? 'ERROR')
+  }
+}
+
+/** The body as text, at most MAX_BODY bytes kept (the rest is read and dropped, so the socket stays usable). */
+async function text (body: AsyncIterable<Buffer>): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    if (size < MAX_BODY) chunks.push(chunk)
+    size += chunk.length
+  }
+  return Buffer.concat(chunks).subarray(0, MAX_BODY).toString('utf8')
 }

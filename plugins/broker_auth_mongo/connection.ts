@@ -4,16 +4,24 @@
 //   the driver finds the primary and follows fail-overs;
 // - sharded, unknown: the servers are seeds and the driver discovers what they
 //   are (several mongos for sharded; the driver treats both alike).
-// The driver's server selection and connect timeouts are the query timeout,
-// so a query that cannot be answered also ends inside the driver, not only in
-// the BackendGuard.
+// The driver's server selection and connect timeouts are four fifths of the
+// query timeout, so a query that cannot be answered ends inside the driver
+// first, with the driver's reason (`connect ECONNREFUSED …`, `… reports
+// maximum wire version 6, but this version of the Node.js Driver requires at
+// least 9`), before the BackendGuard's plain "did not answer" at the full
+// query timeout.
 import { MongoClient, MongoTopologyClosedError, type Db, type MongoClientOptions } from 'mongodb'
 import { serverText } from '../../lib/plugin-kit/index.js'
 import type { AuthMongoConfig } from './settings.js'
 
+/** The driver's own deadline inside the query timeout `ms` (its error says why; the guard's would not). */
+export function driverTimeout (ms: number): number {
+  return Math.max(1, Math.floor(ms * 4 / 5))
+}
+
 export function clientOptions (config: AuthMongoConfig): MongoClientOptions {
   const type = config['auth.mongo.type']
-  const timeout = config['auth.mongo.query_timeout']
+  const timeout = driverTimeout(config['auth.mongo.query_timeout'])
   const options: MongoClientOptions = {
     appName: 'broker_auth_mongo',
     maxPoolSize: config['auth.mongo.pool'],

@@ -17,9 +17,10 @@ const DENY = { result: 'deny', reason: 'not_authorized' }
 const auth = { client: clientInfo({ username: 'u' }), password: Buffer.from('p') }
 const acl = { client: clientInfo({ username: 'u' }), access: 'publish' as const, topic: 't' }
 
-async function timed<T> (work: Promise<T>): Promise<[T, number]> {
+/** The time from the call (its synchronous part included) to its answer. */
+async function timed<T> (work: () => T | Promise<T>): Promise<[T, number]> {
   const start = Date.now()
-  const value = await work
+  const value = await work()
   return [value, Date.now() - start]
 }
 
@@ -30,10 +31,10 @@ t.test('a server that never answers: deny (auth and ACL, auth.http.failure defau
     'auth.http.request.timeout': '400ms'
   })
   server.answer(() => 'hang')
-  const [authAnswer, authMs] = await timed(Promise.resolve(authenticate(auth)))
+  const [authAnswer, authMs] = await timed(() => authenticate(auth))
   t.strictSame(authAnswer, DENY)
   t.ok(authMs >= 380 && authMs < 1400, `auth answered after ${authMs}ms`)
-  const [aclAnswer, aclMs] = await timed(Promise.resolve(checkAcl()(acl)))
+  const [aclAnswer, aclMs] = await timed(() => checkAcl()(acl))
   t.equal(aclAnswer, 'deny')
   t.ok(aclMs >= 380 && aclMs < 1400, `ACL answered after ${aclMs}ms`)
   t.equal(server.seen.length, 2, 'a timed-out request is not retried')
@@ -42,7 +43,7 @@ t.test('a server that never answers: deny (auth and ACL, auth.http.failure defau
 t.test('timeout as bare seconds', async (t) => {
   const { authenticate } = await load(t, { 'auth.http.auth_req': server.url('/mqtt/auth'), 'auth.http.request.timeout': '1' })
   server.answer(() => 'hang')
-  const [answer, ms] = await timed(Promise.resolve(authenticate(auth)))
+  const [answer, ms] = await timed(() => authenticate(auth))
   t.strictSame(answer, DENY)
   t.ok(ms >= 950 && ms < 2500, `answered after ${ms}ms`)
 })
@@ -54,7 +55,7 @@ t.test('connection refused: deny (auth and ACL), without waiting for the timeout
     'auth.http.acl_req': `http://127.0.0.1:${port}/mqtt/acl`,
     'auth.http.request.retry_times': '0'
   })
-  const [answer, ms] = await timed(Promise.resolve(authenticate(auth)))
+  const [answer, ms] = await timed(() => authenticate(auth))
   t.strictSame(answer, DENY)
   t.ok(ms < 1000, `refused in ${ms}ms`)
   t.equal(await checkAcl()(acl), 'deny')
@@ -71,7 +72,7 @@ t.test('connection refused with retries: 3 retries with a doubling interval, sti
     'auth.http.auth_req': `http://127.0.0.1:${port}/mqtt/auth`,
     'auth.http.request.retry_interval': '50ms'
   })
-  const [answer, ms] = await timed(Promise.resolve(authenticate(auth)))
+  const [answer, ms] = await timed(() => authenticate(auth))
   t.strictSame(answer, DENY)
   t.ok(ms >= 50 + 100 + 200 && ms < 1500, `3 retries took ${ms}ms (50 + 100 + 200 ms of waiting)`)
 })
@@ -97,17 +98,19 @@ t.test('an HTTP error status is an answer, never retried', async (t) => {
   t.equal(server.seen.length, 1)
 })
 
-t.test('keep-alive: sequential requests reuse one TCP connection', async (t) => {
+t.test('keep-alive: sequential requests reuse their TCP connections', async (t) => {
   const { authenticate, checkAcl } = await load(t, {
     'auth.http.auth_req': server.url('/mqtt/auth'),
     'auth.http.acl_req': server.url('/mqtt/acl')
   })
   const before = server.connections
-  await authenticate(auth)
-  await authenticate(auth)
-  await checkAcl()(acl)
-  t.equal(server.seen.length, 3)
-  t.equal(server.connections - before, 1, 'one connection for three requests')
+  for (let i = 0; i < 4; i++) {
+    await authenticate(auth)
+    await checkAcl()(acl)
+  }
+  t.equal(server.seen.length, 8)
+  // undici hands a socket back to its pool a tick after the answer, so a request sent at once may open a second one
+  t.ok(server.connections - before <= 2, `eight requests over ${server.connections - before} connections (at most two)`)
 })
 
 t.test('pool_size bounds the sockets open at once', async (t) => {
@@ -158,7 +161,7 @@ t.test('unload ends the keep-alive connections and fails calls in flight', async
   server.answer(() => 'hang')
   const pending = authenticate(auth)
   await until(() => server.seen.length === 2, 2000, 'the second request')
-  const [answer, ms] = await timed(Promise.all([unload(), pending]).then(([, a]) => a))
+  const [answer, ms] = await timed(async () => await Promise.all([unload(), pending]).then(([, a]) => a))
   t.strictSame(answer, DENY, 'the call in flight is denied')
   t.ok(ms < 1000, `at once (${ms}ms), not after the 10s timeout`)
   await until(() => server.open.size === 0, 2000, 'the server to see every connection closed')

@@ -146,3 +146,21 @@ t.test('stand-in: unload closes every connection to the server and clears the al
   await broker.node.plugins.load('broker_auth_mongo')
   t.equal(await connack(broker, { clientId: 'u4', username: 'alice', password: 'pw' }), 0, 'and works once the server is back')
 })
+
+t.test('stand-in: the driver\'s reason reaches the alarm: a refused connection and a server too old for the driver are told apart', async (t) => {
+  const summary = (broker: TestBroker): string | undefined => broker.node.observability.alarms.present().find((a) => a.id === ALARM)?.summary
+  const down = await standinWithUsers(t)
+  await down.kill()
+  const refused = await node(t, down, { 'auth.mongo.query_timeout': '2s' })
+  t.equal(await connack(refused, { clientId: 'r1', username: 'alice', password: 'pw' }), 3, 'down: 3 server unavailable')
+  t.match(summary(refused), /ECONNREFUSED 127\.0\.0\.1:\d+/, 'down: the alarm says the connection was refused')
+  t.notMatch(summary(refused), /did not answer/, 'not the guard\'s timeout')
+
+  // MongoDB 3.6 reports wire version 6; the driver speaks to 4.4 (9) and later
+  const old = await MongoStandin.start({ maxWireVersion: 6, data: { mqtt: { mqtt_user: [{ username: 'alice', password: digest('sha256', 'pw') }] } } })
+  t.teardown(() => old.kill())
+  const tooOld = await node(t, old, { 'auth.mongo.query_timeout': '2s' })
+  t.equal(await connack(tooOld, { clientId: 'o1', username: 'alice', password: 'pw' }), 3, 'too old: 3 server unavailable')
+  t.match(summary(tooOld), /maximum wire version 6, but this version of the Node\.js Driver requires at least \d+/, 'too old: the alarm says the server is too old for the driver')
+  t.ok(old.commands('hello').length + old.commands('ismaster').length > 0, 'the server answered the handshake (it is up, only too old)')
+})

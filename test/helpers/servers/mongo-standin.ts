@@ -11,7 +11,7 @@ import { once } from 'node:events'
 import { createServer, type Server, type Socket } from 'node:net'
 import type { Document } from 'mongodb'
 import { Authentication, type StandinUser } from './mongo-standin/auth.js'
-import { answer, commandName, type ServerState, type Topology } from './mongo-standin/commands.js'
+import { answer, commandName, MAX_WIRE_VERSION, type ServerState, type Topology } from './mongo-standin/commands.js'
 import type { Collation } from './mongo-standin/match.js'
 import { encodeReply, MessageReader, parseRequest } from './mongo-standin/wire.js'
 
@@ -28,6 +28,8 @@ export interface MongoStandinOptions {
   data?: Record<string, Record<string, Document[]>>
   /** listen on this port (default: a free one) */
   port?: number
+  /** the wire version `hello` reports (default: MongoDB 7.0's 21; 7 plays a MongoDB 3.6, too old for the driver) */
+  maxWireVersion?: number
 }
 
 /** A command the stand-in received. */
@@ -57,7 +59,7 @@ export class MongoStandin {
     for (const [db, collections] of Object.entries(options.data ?? {})) {
       data.set(db, new Map(Object.entries(collections).map(([name, docs]) => [name, [...docs]])))
     }
-    this.#state = { host: '', topology: options.topology ?? { kind: 'standalone' }, data, collations: new Map(), authRequired: this.#users.length > 0 }
+    this.#state = { host: '', topology: options.topology ?? { kind: 'standalone' }, data, collations: new Map(), authRequired: this.#users.length > 0, maxWireVersion: options.maxWireVersion ?? MAX_WIRE_VERSION }
   }
 
   static async start (options: MongoStandinOptions = {}): Promise<MongoStandin> {

@@ -11,6 +11,9 @@ import { freePort, tempDir } from '../broker.js'
 import { killProcess, startProcess, stopProcess, type ServerProcess } from './process.js'
 
 const run = promisify(execFile)
+// Debian installs them in /usr/sbin, which is not on a non-root user's PATH
+const SLAPD = '/usr/sbin/slapd'
+const SLAPADD = '/usr/sbin/slapadd'
 
 export const SUFFIX = 'dc=emqx,dc=io'
 export const ROOT_DN = 'cn=root,dc=emqx,dc=io'
@@ -91,14 +94,14 @@ export async function startSlapd (options: SlapdOptions = {}): Promise<SlapdServ
   const confDir = join(dir, 'slapd.d')
   let proc: ServerProcess | undefined
   const start = async (): Promise<void> => {
-    proc = await startProcess('slapd', ['-F', confDir, '-h', `${url}/`, '-d', '0'], port)
+    proc = await startProcess(SLAPD, ['-F', confDir, '-h', `${url}/`, '-d', '0'], port)
   }
   try {
     await mkdir(confDir)
     await mkdir(join(dir, 'db'))
     await writeFile(join(dir, 'config.ldif'), configLdif(dir))
-    await run('slapadd', ['-n', '0', '-F', confDir, '-l', join(dir, 'config.ldif')])
-    for (const file of options.seed ?? []) await run('slapadd', ['-n', '1', '-F', confDir, '-l', file])
+    await run(SLAPADD, ['-n', '0', '-F', confDir, '-l', join(dir, 'config.ldif')])
+    for (const file of options.seed ?? []) await run(SLAPADD, ['-n', '1', '-F', confDir, '-l', file])
     await start()
   } catch (err) {
     await stopProcess(proc)

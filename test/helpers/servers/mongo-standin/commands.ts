@@ -17,6 +17,8 @@ export interface ServerState {
   collations: Map<string, Collation>
   /** true when users exist: data commands need an authenticated connection */
   authRequired: boolean
+  /** the `maxWireVersion` of `hello` (a lower one plays a server too old for the driver) */
+  maxWireVersion: number
 }
 
 export interface ConnectionState {
@@ -46,7 +48,7 @@ function hello (server: ServerState, connection: ConnectionState, command: Docum
     logicalSessionTimeoutMinutes: 30,
     connectionId: connection.id,
     minWireVersion: MIN_WIRE_VERSION,
-    maxWireVersion: MAX_WIRE_VERSION,
+    maxWireVersion: server.maxWireVersion,
     readOnly: false
   }
   if (server.topology.kind === 'rs') {
