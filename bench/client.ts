@@ -19,6 +19,8 @@ export interface ClientOptions {
   clean?: boolean
   /** MQTT 5 CONNECT properties, e.g. topicAliasMaximum, maximumPacketSize */
   properties?: mqttPacket.IConnectPacket['properties']
+  /** source address of the socket (e.g. one of 127.0.0.x); default: the system's choice */
+  localAddress?: string
   /** Counts a PUBLISH frame without decoding it. */
   onPublishFrame?: () => void
   /** Each decoded packet, after the connect/subscribe waiters have seen it. */
@@ -42,7 +44,7 @@ export class RawClient {
     this.opts = opts
     this.version = opts.protocolVersion ?? 4
     this.parser = mqttPacket.parser({ protocolVersion: this.version })
-    this.socket = net.connect(opts.port, '127.0.0.1')
+    this.socket = net.connect({ port: opts.port, host: '127.0.0.1', localAddress: opts.localAddress })
     this.socket.setNoDelay(true)
     this.socket.on('data', (chunk: Buffer) => this.onData(chunk))
     this.parser.on('packet', (packet: Packet) => {

@@ -22,7 +22,8 @@ export type Role =
   /** One persistent-session client; on `go` it sends one SUBSCRIBE with `filters` filters and times the SUBACK. */
   | { kind: 'subscribe-many', filters: number }
   | { kind: 'qos1-pairs', pairs: number[] }
-  | { kind: 'idle', connections: number, firstId: number, keepalive: number }
+  /** idle: protocolVersion 4 (default) or 5; clean false: persistent sessions; localAddresses: source IPs used in turn (127.0.0.x), so that 100k connections do not run out of ephemeral ports */
+  | { kind: 'idle', connections: number, firstId: number, keepalive: number, protocolVersion?: 4 | 5, clean?: boolean, localAddresses?: string[] }
 
 export type ToWorker =
   | { type: 'setup', port: number, role: Role }

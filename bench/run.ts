@@ -11,6 +11,8 @@ import { readFileSync } from 'node:fs'
 import { ACL_CHAIN_SECTION, measureAclChain, type AclChainFigures } from './acl-chain.js'
 import { CLUSTER_SECTION, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
 import { GATEWAY_RUNS, GATEWAYS_SECTION, runGatewaysSection, type GatewayResults } from './gateways.js'
+import { MEMORY_SECTION, runMemorySection, type MemoryResults } from './memory.js'
+import { PARTS } from './heap-parts.js'
 import { Worker } from './pool.js'
 import { scenarios, type Context, type Metric, type Scenario } from './scenarios.js'
 import { killAllNow, onPath, Server, type ServerKind } from './servers.js'
@@ -38,11 +40,11 @@ function openFileLimit (): number {
 }
 
 /** The scenarios of the table and whether the cluster, gateways, web-hook and acl-chain sections run, as BENCH_ONLY says. */
-function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways: boolean, webHook: boolean, aclChain: boolean } {
+function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways: boolean, webHook: boolean, aclChain: boolean, memory: boolean } {
   const only = process.env.BENCH_ONLY
-  if (only === undefined || only === '') return { selected: scenarios, cluster: true, gateways: true, webHook: true, aclChain: true }
+  if (only === undefined || only === '') return { selected: scenarios, cluster: true, gateways: true, webHook: true, aclChain: true, memory: true }
   const names = only.split(',').map((s) => s.trim())
-  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, GATEWAYS_SECTION, WEB_HOOK_SECTION, ACL_CHAIN_SECTION]
+  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, GATEWAYS_SECTION, WEB_HOOK_SECTION, ACL_CHAIN_SECTION, MEMORY_SECTION]
   for (const name of names) {
     if (!known.includes(name)) throw new Error(`BENCH_ONLY=${only}: no scenario ${name} (have ${known.join(', ')})`)
   }
@@ -51,7 +53,8 @@ function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways:
     cluster: names.includes(CLUSTER_SECTION),
     gateways: names.includes(GATEWAYS_SECTION),
     webHook: names.includes(WEB_HOOK_SECTION),
-    aclChain: names.includes(ACL_CHAIN_SECTION)
+    aclChain: names.includes(ACL_CHAIN_SECTION),
+    memory: names.includes(MEMORY_SECTION)
   }
 }
 
@@ -154,10 +157,36 @@ function printAclChain (figures: AclChainFigures): void {
   process.stdout.write('\nbytes/op: heap allocated per check (no collection in the measured window); see bench/README.md.\n')
 }
 
+function printMemory (connections: number, results: MemoryResults): void {
+  process.stdout.write(`\n${MEMORY_SECTION}: ${connections} idle connections, keepalive 60, bytes per connection (after two full collections)\n\n`)
+  const lines = [['variant', 'RSS bare', 'RSS mosquitto', 'RSS broker', 'heap bare', 'heap broker', '/bare', '/mosquitto']]
+  for (const [variant, runs] of Object.entries(results)) {
+    const broker = runs.broker?.rssPerConn
+    lines.push([variant, format(runs.bare?.rssPerConn, 0), format(runs.mosquitto?.rssPerConn, 0), format(broker, 0),
+      format(runs.bare?.heapPerConn ?? undefined, 0), format(runs.broker?.heapPerConn ?? undefined, 0),
+      format(ratioOf(broker, runs.bare?.rssPerConn), 2), format(ratioOf(broker, runs.mosquitto?.rssPerConn), 2)])
+  }
+  writeColumns(lines, 1)
+  for (const [variant, runs] of Object.entries(results)) {
+    if (runs.broker?.parts == null && runs.bare?.parts == null) continue
+    process.stdout.write(`\n${variant}: heap snapshot growth by part, bytes per connection\n`)
+    const parts = [['part', 'bare aedes', 'broker']]
+    for (const part of PARTS) parts.push([part, format(runs.bare?.parts?.[part], 0), format(runs.broker?.parts?.[part], 0)])
+    const native = (run: typeof runs.bare): number | undefined => run?.heapPerConn == null ? undefined : run.rssPerConn - run.heapPerConn
+    parts.push(['native (RSS - heap)', format(native(runs.bare), 0), format(native(runs.broker), 0)])
+    writeColumns(parts, 1)
+    if (process.env.BENCH_MEMORY_DETAIL === '1') {
+      for (const [key, bytes] of runs.broker?.largest ?? []) if (bytes >= 16) process.stdout.write(`  broker: ${key} ${bytes.toFixed(0)}\n`)
+    }
+  }
+  process.stdout.write('\nRSS: resident memory growth / connections; heap: V8 heap used + external growth / connections; parts: bench/heap-parts.ts. ' +
+    '/bare and /mosquitto: broker RSS per connection / theirs (above 1 = broker uses more).\n')
+}
+
 async function main (): Promise<number> {
   const seconds = positiveNumber('BENCH_SECONDS', 5, false)
   let connections = positiveNumber('BENCH_CONNECTIONS', 2000, true)
-  const { selected, cluster: runCluster, gateways: runGateways, webHook: runWebHook, aclChain: runAclChain } = selectScenarios()
+  const { selected, cluster: runCluster, gateways: runGateways, webHook: runWebHook, aclChain: runAclChain, memory: runMemory } = selectScenarios()
   const notes: string[] = []
   // The server holds every idle connection: keep headroom for its own files.
   const fdCap = openFileLimit() - 200
@@ -217,6 +246,8 @@ async function main (): Promise<number> {
     }
   }
 
+  const memory = runMemory ? await runMemorySection(connections, errors) : null
+
   process.stdout.write(`\nbenchmark: ${seconds} s per scenario and server, ${connections} idle connections, ${WORKERS} client workers\n`)
   if (rows.length > 0) {
     process.stdout.write('\n')
@@ -226,6 +257,7 @@ async function main (): Promise<number> {
   if (gateways !== null) printGateways(seconds, gateways)
   if (webHook !== null) printWebHook(seconds, hookRounds, webHook)
   if (aclChain !== null) printAclChain(aclChain)
+  if (memory !== null) printMemory(connections, memory)
   for (const n of notes) process.stdout.write(`note: ${n}\n`)
   for (const e of errors) process.stdout.write(`error: ${e}\n`)
 
@@ -238,7 +270,7 @@ async function main (): Promise<number> {
       bare: orNull(r.bare), mosquitto: orNull(r.mosquitto), broker: orNull(r.broker), ratio: orNull(r.ratio), ratioMosquitto: orNull(r.ratioMosquitto), lowerIsBetter: r.metric.lowerIsBetter
     }
   }
-  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, gateways, webHook, aclChain, notes, errors })}\n`)
+  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, gateways, webHook, aclChain, memory, notes, errors })}\n`)
   return errors.length === 0 ? 0 : 1
 }
 

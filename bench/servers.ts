@@ -87,6 +87,10 @@ export interface NodeOptions {
   settings?: Record<string, string>
   /** Plugins loaded at boot, in order, each with its `key = value` settings (its .conf file); default none. */
   plugins?: Record<string, Record<string, string>>
+  /** Node flags before the script (bare Aedes and broker nodes), e.g. `--expose-gc` */
+  nodeArgs?: string[]
+  /** Extra environment variables of the process */
+  env?: Record<string, string>
 }
 
 export class Server {
@@ -139,7 +143,8 @@ export class Server {
   /** Bare Aedes, Mosquitto, or a broker node in a fresh data dir with no plugin loaded. */
   static async start (kind: ServerKind, options: NodeOptions = {}): Promise<Server> {
     const port = await freePort()
-    if (kind === 'bare') return await Server.launch('bare aedes', port, process.execPath, [join(ROOT, 'dist', 'bench', 'bare-aedes.js'), String(port)], null)
+    const nodeArgs = options.nodeArgs ?? []
+    if (kind === 'bare') return await Server.launch('bare aedes', port, process.execPath, [...nodeArgs, join(ROOT, 'dist', 'bench', 'bare-aedes.js'), String(port)], null, options.env)
     if (kind === 'mosquitto') return await Server.startMosquitto(port)
     const dataDir = newTempDir('bench-broker-')
     // A new install would load broker_management, whose HTTP listener takes port 8080: only the plugins asked for.
@@ -161,10 +166,10 @@ export class Server {
       'zone.external.max_subscriptions': '0',
       ...options.settings
     }
-    const args = [join(ROOT, 'bin', 'broker'), '--data-dir', dataDir]
+    const args = [...nodeArgs, join(ROOT, 'bin', 'broker'), '--data-dir', dataDir]
     if (options.nodeName !== undefined) args.push('--node-name', options.nodeName)
     for (const [key, value] of Object.entries(settings)) args.push('--set', `${key}=${value}`)
-    return await Server.launch(options.label ?? 'broker', port, process.execPath, args, dataDir)
+    return await Server.launch(options.label ?? 'broker', port, process.execPath, args, dataDir, options.env)
   }
 
   /** Debian's mosquitto on 127.0.0.1:<port>: anonymous clients, no persistence file, errors only in its log. Check onPath('mosquitto') first. */
@@ -206,8 +211,8 @@ export class Server {
       '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no', '--logfile', ''], dir)
   }
 
-  private static async launch (label: string, port: number, command: string, args: string[], dataDir: string | null): Promise<Server> {
-    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+  private static async launch (label: string, port: number, command: string, args: string[], dataDir: string | null, env?: Record<string, string>): Promise<Server> {
+    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: env === undefined ? process.env : { ...process.env, ...env } })
     track(child)
     const server = new Server(label, port, child, dataDir)
     try {

@@ -322,13 +322,16 @@ function idle (port: number, role: Extract<Role, { kind: 'idle' }>): Load {
         while (nextIndex < role.connections) {
           const id = role.firstId + nextIndex++
           try {
-            await connect(port, `bench-idle-${id}-${process.pid}`, { keepalive: role.keepalive })
+            const localAddress = role.localAddresses?.[id % role.localAddresses.length]
+            await connect(port, `bench-idle-${id}-${process.pid}`, { keepalive: role.keepalive, protocolVersion: role.protocolVersion, clean: role.clean, localAddress })
             connected++
           } catch {
             refused++
           }
         }
       }
+      // as a real client would: a PINGREQ every half keepalive, so that the server keeps them however long connecting and measuring take
+      if (role.keepalive > 0) setInterval(() => { for (const c of clients) if (c instanceof RawClient) c.send({ cmd: 'pingreq' }) }, role.keepalive * 500).unref()
       await Promise.all(Array.from({ length: Math.min(IDLE_CONCURRENCY, role.connections) }, lane))
       return { sent: 0, received: 0, elapsedMs: performance.now() - t0, connected, failed: refused }
     }

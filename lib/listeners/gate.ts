@@ -30,6 +30,11 @@ export class ConnectionGate {
   #refusing = 0
   readonly #waiting: Array<{ socket: Socket, admit: () => void }> = []
   #timer: NodeJS.Timeout | null = null
+  /** one listener for every socket ('close' comes once): no closure or once-wrapper per connection */
+  readonly #closed = (): void => {
+    this.counters.current--
+    this.counters.closed++
+  }
 
   constructor (public maxConnections: number, public maxConnRate: number) {
     this.#tokens = maxConnRate
@@ -45,10 +50,7 @@ export class ConnectionGate {
       return
     }
     this.counters.current++
-    socket.once('close', () => {
-      this.counters.current--
-      this.counters.closed++
-    })
+    socket.on('close', this.#closed)
     if (this.maxConnRate === 0 || (this.#waiting.length === 0 && this.#take())) {
       admit()
       return
