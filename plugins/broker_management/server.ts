@@ -9,6 +9,7 @@ import type { Boom } from '@hapi/boom'
 import Joi from 'joi'
 import type { Logger } from '../../lib/plugin-kit/admin.js'
 import { APIS, v3, type Api, type ServerContext } from './apis.js'
+import { openapi } from './openapi.js'
 import { pluginRoutes, type PluginRouteTable } from './plugin-routes.js'
 import { ApiError, CODE } from './errors.js'
 import { allows, forbidden, type Caller, type Role } from './roles.js'
@@ -86,7 +87,8 @@ export async function createServer (listen: { host: string, port: number }, cont
         }
       }
     })
-    const handlerContext: ApiContext = { ...context, routes: api.routes }
+    let document: unknown
+    const handlerContext: ApiContext = { ...context, routes: api.routes, openapi: () => (document ??= openapi(api)) }
     const strategies = cookies === undefined ? [api.strategy] : [api.strategy, COOKIE_STRATEGY]
     for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger, strategies))
     if (api === v3) server.route(pluginRoutes(context.pluginRoutes, context.node, strategies, answer, (h, err) => refuse(h, api, err)))
@@ -158,6 +160,7 @@ function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger,
           body = checked.value
         }
         const result = await route.handler({ params, query: q, payload: body, caller, source: request.info.remoteAddress }, context)
+        if (route.raw === true) return answer(h, 200, result)
         return answer(h, 200, api.success(route.paged === true ? api.page(result as unknown[], q, context.maxRowLimit) : result))
       } catch (err) {
         if (err instanceof ApiError) return refuse(h, api, err)
