@@ -6,7 +6,7 @@
 // README.md lists the settings and the decisions.
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { definePlugin } from '../../lib/plugin-kit/admin.js'
+import { definePlugin, type Logger } from '../../lib/plugin-kit/admin.js'
 import { Apps } from './apps.js'
 import { LoginLimit } from './login-limit.js'
 import { Users } from './users.js'
@@ -26,6 +26,18 @@ async function pemFile (root: string, key: string, value: string): Promise<Buffe
     return await readFile(path)
   } catch (err) {
     throw new Error(`${key}: cannot read ${path}: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+/** The credentials a new install ships with (settings.ts defaults): still good means anyone who read the README gets in. */
+const SHIPPED = { login: 'admin', password: 'public' }
+
+async function warnDefaultCredentials (apps: Apps, users: Users, logger: Logger): Promise<void> {
+  if (await users.verify(SHIPPED.login, SHIPPED.password)) {
+    logger.warn({ user: SHIPPED.login }, `the administrator user ${SHIPPED.login} still has the default password ${SHIPPED.password}: change it (broker_ctl admins passwd ${SHIPPED.login} <new>)`)
+  }
+  if (await apps.verify(SHIPPED.login, SHIPPED.password)) {
+    logger.warn({ app_id: SHIPPED.login }, `the management application ${SHIPPED.login} still has the default secret ${SHIPPED.password}: change management.default_application.secret or delete the application`)
   }
 }
 
@@ -59,6 +71,7 @@ export default definePlugin<ManagementConfig>({
       password: ctx.config['dashboard.default_user.password']
     })
     await users.seed()
+    await warnDefaultCredentials(apps, users, ctx.logger)
     for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
     const admin = ctx.capability('administration')
     const api = { node: admin.node, pluginRoutes: admin.pluginRoutes, apps, users, logins: new LoginLimit(ctx.config['management.login_rate']), maxRowLimit: ctx.config['management.max_row_limit'], cookies: new CookieSessions(users) }
