@@ -8,6 +8,7 @@ import { isAbsolute, resolve } from 'node:path'
 import pino, { type Logger } from 'pino'
 import type { Config } from './config/store.js'
 import { RotatingFile } from './log-file.js'
+import { rfc3339 } from './timestamps.js'
 
 export type { Logger }
 
@@ -22,14 +23,24 @@ const LEVELS: Record<string, pino.Level> = {
   emergency: 'fatal'
 }
 
-const PRETTY = { translateTime: 'SYS:standard', ignore: 'pid,hostname', singleLine: true }
+/** the record's own RFC 3339 time is shown as it is (translateTime off): one timestamp form in text and JSON */
+const PRETTY = { translateTime: false, ignore: 'pid,hostname', singleLine: true }
+
+/**
+ * What every JSON record carries: its level by name (`"level":"warn"`, not pino's 40) and its
+ * time in RFC 3339 with the local offset (lib/timestamps.ts), the log's one timestamp form.
+ */
+const RECORD: Pick<pino.LoggerOptions, 'formatters' | 'timestamp'> = {
+  formatters: { level: (label) => ({ level: label }) },
+  timestamp: () => `,"time":"${rfc3339()}"`
+}
 
 export function pinoLevel (level: string): pino.Level {
   return LEVELS[level] ?? 'info'
 }
 
 export function createLogger (level: string, pretty = process.stdout.isTTY === true): Logger {
-  const options: pino.LoggerOptions = { level: pinoLevel(level), base: { pid: process.pid } }
+  const options: pino.LoggerOptions = { level: pinoLevel(level), base: { pid: process.pid }, ...RECORD }
   if (pretty) {
     return pino({ ...options, transport: { target: 'pino-pretty', options: PRETTY } })
   }
@@ -97,7 +108,7 @@ export function createNodeLogger (settings: LogSettings, isTTY = process.stdout.
     ? undefined
     : { level: levelValue(settings.file.level), stream: new RotatingFile(settings.file.path, settings.file.maxSize, settings.file.maxCount) }
   const outputs = new Outputs({ level: levelValue(settings.level), stream: consoleStream }, file)
-  const logger = pino({ level: pino.levels.labels[outputs.lowest()], base: { pid: process.pid } }, outputs)
+  const logger = pino({ level: pino.levels.labels[outputs.lowest()], base: { pid: process.pid }, ...RECORD }, outputs)
   outputsOf.set(logger, outputs)
   return logger
 }

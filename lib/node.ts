@@ -30,6 +30,7 @@ import { once, StartStopStack } from './lifecycle.js'
 import { PluginHost } from './plugins/host.js'
 import { pluginStore } from './plugins/plugin-store.js'
 import { refusedPacketLog } from './refused-packets.js'
+import { warnAnonymousListeners } from './start-warnings.js'
 import { createNodeOperations, type NodeOperations } from './service/operations.js'
 import { publishAsNode } from './service/broker-actions.js'
 import { Drain } from './service/drain.js'
@@ -283,6 +284,7 @@ export class BrokerNode {
     }
     const node = new BrokerNode(config, logger, root, parts, stack)
     lifecycle.set('running')
+    warnAnonymousListeners(logger, config.get('mqtt.allow_anonymous'), parts.listeners)
     logger.info({ node: node.name, dataDir }, 'broker node is running')
     return node
   }

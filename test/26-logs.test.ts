@@ -54,7 +54,8 @@ t.test('log.console.format = json: every stdout line is one JSON record', async 
   t.ok(run.stdout.length >= 3, `several lines (${run.stdout.length})`)
   for (const line of run.stdout) {
     const record = JSON.parse(line) as Record<string, unknown>
-    t.ok(typeof record.level === 'number' && typeof record.msg === 'string' && typeof record.time === 'number', line)
+    t.ok(['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(record.level as string) && typeof record.msg === 'string', line)
+    t.match(record.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/, 'RFC 3339 with the offset')
   }
   t.ok(run.stdout.some((l) => JSON.parse(l).msg === 'broker node is running'))
   t.ok(run.stdout.some((l) => JSON.parse(l).msg === 'client connected' && JSON.parse(l).clientId === 'json-log'), 'a debug record with its fields')

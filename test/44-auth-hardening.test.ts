@@ -233,11 +233,11 @@ t.test('a real node: private data directory and files, refused packets at warnin
     await new Promise((resolve) => setTimeout(resolve, 100))
     record = await warned()
   }
-  t.match(record, { level: 40, ipAddress: '127.0.0.1', err: /header flag/i }, 'logged at warning with the address')
+  t.match(record, { level: 'warn', ipAddress: '127.0.0.1', err: /header flag/i }, 'logged at warning with the address')
 
   broker.child.kill('SIGUSR2')
   t.not(await broker.exited, 0, 'the node exits')
   const fatal = (await readFile(logFile, 'utf8')).split('\n').filter((line) => line.includes('fatal error'))
   t.equal(fatal.length, 1, 'one fatal record in log.file')
-  t.match(JSON.parse(fatal[0]), { level: 60, err: { message: 'boom on purpose' } })
+  t.match(JSON.parse(fatal[0]), { level: 'fatal', err: { message: 'boom on purpose' } })
 })

@@ -7,7 +7,8 @@ import { resolve } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { isServiceError, type BannedKind, type ConnectionFacts, type DrainStatus, type NodeOperations, type SessionFacts } from '../service/operations.js'
 import { parseDuration } from '../config/types.js'
-import { datetime, maxFds, openFds } from '../sys/node-info.js'
+import { maxFds, openFds } from '../sys/node-info.js'
+import { specTime } from '../timestamps.js'
 import { TraceError, type TraceKind, type Tracer } from '../trace/tracer.js'
 import { CtlError, keyValues, NO_PROGRESS, output, usageError, type CtlCommand, type CtlOutput, type CtlProgress } from './command.js'
 import { onHolder, rowsOfAll, type ListMethod } from '../cluster/cluster.js'
@@ -29,7 +30,7 @@ const lines = (items: string[]): string => items.join('\n')
 const text = (value: string | undefined): string => value === undefined || value === '' ? 'undefined' : value
 
 /** ms since the epoch as `YYYY-MM-DD HH:MM:SS`; `undefined` when not known. */
-const time = (ms: number | undefined): string => ms === undefined ? 'undefined' : datetime(new Date(ms))
+const time = (ms: number | undefined): string => ms === undefined ? 'undefined' : specTime(ms)
 
 /** A refusal of an operation as this command's failure (a bad value is a bad argument). */
 function refused (err: unknown): never {
@@ -299,7 +300,7 @@ const HANDLERS: Record<NodeCommandName, Handler> = {
       arity: 0,
       run: (_args, { service }) => {
         const rows = service.banned()
-        return output(lines(rows.map((b) => record('Banned', b.who, { as: b.as, reason: b.reason, by: b.by, until: new Date(b.until * 1000).toISOString() }))), rows)
+        return output(lines(rows.map((b) => record('Banned', b.who, { as: b.as, reason: b.reason, by: b.by, until: specTime(b.until * 1000) }))), rows)
       }
     },
     add: {

@@ -11,6 +11,7 @@ import { engineClients } from '../engine/internals.js'
 import { noteDisconnectReason } from '../hooks/engine-events.js'
 import type { Listener } from '../listeners/index.js'
 import type { Logger } from '../log.js'
+import { specTime } from '../timestamps.js'
 import type { NodeLifecycle } from '../node-state.js'
 
 const MQTT5_SERVER_MOVED = 0x9D
@@ -74,7 +75,7 @@ export class Drain {
     if (lifecycle.state !== 'running') return this.status()
     lifecycle.set('draining')
     const connected = this.#connected()
-    this.#status = { state: 'draining', rate, total: connected.length, disconnected: 0, remaining: connected.length, started_at: new Date().toISOString(), finished_at: null }
+    this.#status = { state: 'draining', rate, total: connected.length, disconnected: 0, remaining: connected.length, started_at: specTime(), finished_at: null }
     this.#done = new Promise((resolve) => { this.#finish = resolve })
     logger.warn({ clients: connected.length, rate }, 'draining: listeners closed, disconnecting clients')
     // a listener stops accepting at once; its stop() resolves only when its last connection is gone
@@ -105,7 +106,7 @@ export class Drain {
   #drained (): void {
     this.#timer = null
     this.#status.state = 'drained'
-    this.#status.finished_at = new Date().toISOString()
+    this.#status.finished_at = specTime()
     this.parts.logger.warn({ disconnected: this.#status.disconnected }, 'drained: no client left')
     this.#finish()
   }

@@ -7,7 +7,7 @@
 // finding the same condition does not repeat the message.
 // Other parts (plugins, the cluster) may raise and clear their own alarms.
 import type { Logger } from '../log.js'
-import { datetime } from './node-info.js'
+import { specTime } from '../timestamps.js'
 
 export type Severity = 'notice' | 'warning' | 'error' | 'critical'
 
@@ -42,7 +42,7 @@ export class Alarms {
   /** Raises the alarm; false when it is present already. */
   raise (input: AlarmInput): boolean {
     if (this.#present.has(input.id)) return false
-    const alarm: Alarm = { id: input.id, severity: input.severity, title: input.title, summary: input.summary, timestamp: datetime() }
+    const alarm: Alarm = { id: input.id, severity: input.severity, title: input.title, summary: input.summary, timestamp: specTime() }
     this.#present.set(alarm.id, alarm)
     this.logger.warn({ alarm: alarm.id, severity: alarm.severity }, `alarm raised: ${alarm.title}: ${alarm.summary}`)
     this.publish(`alarms/${alarm.id}/alert`, JSON.stringify(alarm))
@@ -54,7 +54,7 @@ export class Alarms {
     const alarm = this.#present.get(id)
     if (alarm === undefined) return false
     this.#present.delete(id)
-    const cleared: ClearedAlarm = { ...alarm, clear_at: datetime() }
+    const cleared: ClearedAlarm = { ...alarm, clear_at: specTime() }
     this.#history.push(cleared)
     if (this.#history.length > HISTORY_SIZE) this.#history.shift()
     this.logger.info({ alarm: id }, `alarm cleared: ${alarm.title}`)

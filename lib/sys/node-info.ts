@@ -14,6 +14,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { INSTALL_ROOT } from '../root.js'
+import { specTime } from '../timestamps.js'
 
 export const VERSION: string = (JSON.parse(readFileSync(join(INSTALL_ROOT, 'package.json'), 'utf8')) as { version: string }).version
 export const SYSDESCR = 'MQTT Broker'
@@ -46,13 +47,6 @@ export interface NodeStats {
   version: string
 }
 
-const pad = (n: number): string => String(n).padStart(2, '0')
-
-/** Local time as `YYYY-MM-DD HH:MM:SS` (SPEC §2 timestamp form). */
-export function datetime (date = new Date()): string {
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ` +
-    `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`
-}
 
 /**
  * EMQ X's uptime text: `5 seconds`, `2 minutes, 5 seconds`,
@@ -103,7 +97,7 @@ export async function maxFds (): Promise<number> {
 
 export function brokerInfo (startedAt: number): BrokerInfo {
   return {
-    datetime: datetime(),
+    datetime: specTime(),
     node_status: 'Running',
     otp_release: OTP_RELEASE,
     sysdescr: SYSDESCR,

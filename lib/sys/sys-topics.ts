@@ -10,7 +10,8 @@ import type { Config } from '../config/store.js'
 import type { V3Metrics } from '../metrics/metrics.js'
 import type { V3Stats } from '../metrics/stats.js'
 import { LiveTimer } from './live-timer.js'
-import { SYSDESCR, VERSION, datetime, uptimeText } from './node-info.js'
+import { SYSDESCR, VERSION, uptimeText } from './node-info.js'
+import { specTime } from '../timestamps.js'
 
 export type SysPublish = (topic: string, payload: string, qos: 0 | 1 | 2, retain: boolean) => void
 
@@ -54,7 +55,7 @@ export class SysTopics {
   heartbeat (): void {
     const prefix = sysPrefix(this.config)
     this.publish(`${prefix}uptime`, uptimeText(Date.now() - this.sources.startedAt), 0, false)
-    this.publish(`${prefix}datetime`, datetime(), 0, false)
+    this.publish(`${prefix}datetime`, specTime(), 0, false)
   }
 
   /** `$SYS/brokers`: the cluster's live nodes (again whenever they change). */

@@ -10,6 +10,7 @@ import { packetObservers, setPacketObservers } from '../engine/internals.js'
 import { topicBeforeRewrite } from '../hooks/rewritten.js'
 import { connInfo } from '../listeners/conn-info.js'
 import type { Logger } from '../log.js'
+import { rfc3339 } from '../timestamps.js'
 import { describePacket, traceLine } from './describe.js'
 
 export type TraceKind = 'client' | 'topic'
@@ -39,7 +40,7 @@ async function close ({ stream }: TraceFile): Promise<void> {
   await new Promise<void>((resolve) => stream.end(resolve))
 }
 
-const now = (): string => new Date().toISOString()
+const now = (): string => rfc3339()
 
 /** `@<address>:<port>` of a client's connection, as the listener recorded it. */
 function peer (client: Client): string {

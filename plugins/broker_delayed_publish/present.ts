@@ -1,7 +1,7 @@
 // How a delayed message is shown by the API and broker_ctl (EMQ X 5's field
 // names: msgid, delayed_interval, delayed_remaining, expected_at …; times as
 // the API's other records write them).
-import { datetime } from '../../lib/plugin-kit/index.js'
+import { specTime } from '../../lib/plugin-kit/index.js'
 import type { DelayedMessage } from './record.js'
 
 export interface DelayedRecord {
@@ -31,8 +31,8 @@ export function present (id: string, message: DelayedMessage, now = Date.now()):
     from_username: message.fromUsername ?? '',
     delayed_interval: message.delay,
     delayed_remaining: Math.max(0, Math.ceil((message.expectedAt - now) / 1000)),
-    publish_at: datetime(new Date(message.publishAt)),
-    expected_at: datetime(new Date(message.expectedAt))
+    publish_at: specTime(message.publishAt),
+    expected_at: specTime(message.expectedAt)
   }
 }
 

@@ -4,7 +4,7 @@
 // and routes-v2.ts; they reach the node only through its operations (the
 // `administration` capability), whose facts presenters/ turns into SPEC records.
 // README.md lists the settings and the decisions.
-import { definePlugin, listenerRecord, readSettingFile as pemFile, type ListenerLimits } from '../../lib/plugin-kit/admin.js'
+import { definePlugin, listenerRecord, readSettingFile as pemFile, type ListenerLimits, type Logger } from '../../lib/plugin-kit/admin.js'
 import { Apps } from './apps.js'
 import { LoginLimit } from './login-limit.js'
 import { Users } from './users.js'
@@ -16,6 +16,18 @@ import { listenOn, schema, type ManagementConfig } from './settings.js'
 
 export { schema } from './settings.js'
 export type { ManagementConfig } from './settings.js'
+
+/** The credentials a new install ships with (settings.ts defaults): still good means anyone who read the README gets in. */
+const SHIPPED = { login: 'admin', password: 'public' }
+
+async function warnDefaultCredentials (apps: Apps, users: Users, logger: Logger): Promise<void> {
+  if (await users.verify(SHIPPED.login, SHIPPED.password)) {
+    logger.warn({ user: SHIPPED.login }, `the administrator user ${SHIPPED.login} still has the default password ${SHIPPED.password}: change it (broker_ctl admins passwd ${SHIPPED.login} <new>)`)
+  }
+  if (await apps.verify(SHIPPED.login, SHIPPED.password)) {
+    logger.warn({ app_id: SHIPPED.login }, `the management application ${SHIPPED.login} still has the default secret ${SHIPPED.password}: change management.default_application.secret or delete the application`)
+  }
+}
 
 function limits (config: ManagementConfig, kind: 'http' | 'https'): ListenerLimits {
   return { acceptors: config[`management.listener.${kind}.acceptors`], maxClients: config[`management.listener.${kind}.max_clients`] }
@@ -47,6 +59,7 @@ export default definePlugin<ManagementConfig>({
       password: ctx.config['dashboard.default_user.password']
     })
     await users.seed()
+    await warnDefaultCredentials(apps, users, ctx.logger)
     for (const command of [mgmtCommand(apps), adminsCommand(users)]) ctx.commands.add(command)
     const admin = ctx.capability('administration')
     const api = { node: admin.node, pluginRoutes: admin.pluginRoutes, apps, users, logins: new LoginLimit(ctx.config['management.login_rate']), maxRowLimit: ctx.config['management.max_row_limit'], cookies: new CookieSessions(users) }

@@ -18,6 +18,14 @@ export const pagingQueryV2 = {
   page_size: Joi.number().integer().min(1).description('rows per page (default 20, at most management.max_row_limit)')
 }
 
+const count = Joi.number().integer().required()
+
+/** The schema of a v3 page of rows of `row` (for the OpenAPI document). */
+export const pageOf = (row: Joi.Schema): Joi.ObjectSchema => Joi.object({ items: Joi.array().items(row).required(), meta: Joi.object({ count, limit: count, page: count }).required() })
+
+/** The schema of a v2 page of rows of `row`. */
+export const pageOfV2 = (row: Joi.Schema): Joi.ObjectSchema => Joi.object({ current_page: count, page_size: count, total_num: count, total_page: count, objects: Joi.array().items(row).required() })
+
 /** v2's default page size (EMQ X 2.x) */
 export const V2_PAGE_SIZE = 20
 

@@ -9,7 +9,7 @@ import type { PluginRouteTable } from './plugin-routes.js'
 import { isServiceError, onHolder, type ListMethod, type NodeAnswer, type NodeOutcome, type NodeOperations, type RemoteMethod } from '../../lib/plugin-kit/admin.js'
 import { newSecret, type App, type Apps } from './apps.js'
 import { ApiError, CODE, badRequest, notFound } from './errors.js'
-import { openapi } from './openapi.js'
+import * as R from './responses.js'
 import { present } from './presenters/by-operation.js'
 import { nodeStatsListForm } from './presenters/records-v3.js'
 import type { NodeStats } from './presenters/facts.js'
@@ -31,8 +31,10 @@ export interface ApiContext {
   maxRowLimit: number
   /** the administrators' cookie sessions (cookie-auth.ts); without it only HTTP Basic is accepted */
   cookies?: CookieSessions
-  /** the whole table (for the listing and the OpenAPI document) */
+  /** the whole table (for the listing) */
   routes: readonly Route[]
+  /** the API's OpenAPI document (openapi.ts) */
+  openapi: () => unknown
 }
 
 export interface RouteRequest {
@@ -51,11 +53,15 @@ export interface Route {
   name: string
   descr: string
   paged?: boolean
+  /** true: the result is the whole body, outside the API's envelope (the OpenAPI document) */
+  raw?: true
   /** false: no application credentials needed (`POST /auth` checks its own) */
   auth?: false
   /** the least role of a caller (roles.ts); not checked on a row with `auth: false`, which has no caller */
   role: Role
   validate?: { query?: Joi.ObjectSchema, payload?: Joi.ObjectSchema }
+  /** the answer's schema (responses.ts); on a `paged` row, one row of the list */
+  response: Joi.Schema
   handler: (req: RouteRequest, api: ApiContext) => unknown
 }
 
@@ -183,50 +189,61 @@ export const routes: readonly Route[] = Object.freeze([
   // --- the API itself ---
   {
     method: 'GET', path: '/', name: 'list_apis', role: 'viewer', descr: 'List every operation of the API',
+    response: R.apiListing,
     handler: (_req, { routes }) => routes.map(({ name, method, path, descr }) => ({ name, method, path, descr }))
   },
   {
-    method: 'GET', path: '/openapi.json', name: 'openapi', role: 'viewer', descr: 'The OpenAPI 3 document of the API',
-    handler: (_req, { routes }) => openapi(routes)
+    method: 'GET', path: '/openapi.json', name: 'openapi', role: 'viewer', descr: 'The OpenAPI 3.1 document of the API', raw: true,
+    response: Joi.object().unknown(true).description('an OpenAPI 3.1 document'),
+    handler: (_req, { openapi }) => openapi()
   },
 
   // --- brokers and nodes (§2.7, §2.8) ---
   {
     method: 'GET', path: '/brokers/', name: 'list_brokers', role: 'viewer', descr: 'A list of brokers in the cluster',
+    response: Joi.array().items(R.orNodeError(R.brokerInfo.keys({ node: R.text.required() }))),
     handler: async (_req, { node }) => await objectsByNode(node, 'brokerInfo')
   },
   {
     method: 'GET', path: '/brokers/:node', name: 'lookup_broker', role: 'viewer', descr: 'Get broker info of a node',
+    response: R.brokerInfo,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'brokerInfo')
   },
   {
     method: 'GET', path: '/nodes/', name: 'list_nodes', role: 'viewer', descr: 'A list of nodes in the cluster',
+    response: Joi.array().items(R.orNodeError(R.nodeStatsListed)),
     handler: async (_req, { node }) => (await objectsByNode(node, 'nodeStats')).map((n) => isNodeError(n) ? n : nodeStatsListForm(n as unknown as NodeStats))
   },
   {
     method: 'GET', path: '/nodes/:node', name: 'lookup_node', role: 'viewer', descr: 'Lookup a node in the cluster',
+    response: R.nodeStats,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'nodeStats')
   },
 
   // --- connections (§2.1) ---
   {
     method: 'GET', path: '/connections/', name: 'list_connections', role: 'viewer', descr: 'A list of connections in the cluster', paged: true,
+    response: R.orNodeError(R.connection),
     handler: async (_req, { node }) => await rows(node, 'connections')
   },
   {
     method: 'GET', path: '/nodes/:node/connections/', name: 'list_node_connections', role: 'viewer', descr: 'A list of connections on a node', paged: true,
+    response: R.connection,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'connections')
   },
   {
     method: 'GET', path: '/connections/:clientid', name: 'lookup_connections', role: 'viewer', descr: 'Lookup a connection in the cluster',
+    response: Joi.array().items(R.orNodeError(R.connection)),
     handler: async ({ params }, { node }) => await rows(node, 'connection', params.clientid)
   },
   {
     method: 'GET', path: '/nodes/:node/connections/:clientid', name: 'lookup_node_connection', role: 'viewer', descr: 'Lookup a connection on a node',
+    response: Joi.array().items(R.connection),
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'connection', params.clientid)
   },
   {
     method: 'DELETE', path: '/connections/:clientid', name: 'kickout_connection', role: 'administrator', descr: 'Kick out a connection',
+    response: R.ok,
     handler: async ({ params }, { node }) => {
       if (!await holder(node, 'kick', params.clientid)) throw notOnline()
       return OK
@@ -234,6 +251,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'DELETE', path: '/connections/:clientid/acl/:topic', name: 'clean_acl_cache', role: 'administrator', descr: 'Clean the ACL cache of a connection for a topic',
+    response: R.ok,
     handler: async ({ params }, { node }) => {
       if (!await holder(node, 'cleanAclCache', params.clientid, params.topic)) throw notOnline()
       return OK
@@ -243,52 +261,63 @@ export const routes: readonly Route[] = Object.freeze([
   // --- sessions (§2.3) ---
   {
     method: 'GET', path: '/sessions/', name: 'list_sessions', role: 'viewer', descr: 'A list of sessions in the cluster', paged: true,
+    response: R.orNodeError(R.session),
     handler: async (_req, { node }) => await rows(node, 'sessions')
   },
   {
     method: 'GET', path: '/nodes/:node/sessions/', name: 'list_node_sessions', role: 'viewer', descr: 'A list of sessions on a node', paged: true,
+    response: R.session,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'sessions')
   },
   {
     method: 'GET', path: '/sessions/:clientid', name: 'lookup_session', role: 'viewer', descr: 'Lookup a session in the cluster',
+    response: Joi.array().items(R.orNodeError(R.session)),
     handler: async ({ params }, { node }) => await rows(node, 'session', params.clientid)
   },
   {
     method: 'GET', path: '/nodes/:node/sessions/:clientid', name: 'lookup_node_session', role: 'viewer', descr: 'Lookup a session on a node',
+    response: Joi.array().items(R.session),
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'session', params.clientid)
   },
 
   // --- subscriptions (§2.5) ---
   {
     method: 'GET', path: '/subscriptions/', name: 'list_subscriptions', role: 'viewer', descr: 'A list of subscriptions in the cluster', paged: true,
+    response: R.orNodeError(R.subscription),
     handler: async (_req, { node }) => await rows(node, 'subscriptions')
   },
   {
     method: 'GET', path: '/subscriptions/:clientid', name: 'lookup_client_subscriptions', role: 'viewer', descr: 'A list of subscriptions of a client',
+    response: Joi.array().items(R.orNodeError(R.subscription)),
     handler: async ({ params }, { node }) => await rows(node, 'clientSubscriptions', params.clientid)
   },
   {
     method: 'GET', path: '/nodes/:node/subscriptions/', name: 'list_node_subscriptions', role: 'viewer', descr: 'A list of subscriptions on a node', paged: true,
+    response: R.subscription,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'subscriptions')
   },
   {
     method: 'GET', path: '/nodes/:node/subscriptions/:clientid', name: 'lookup_client_subscriptions_with_node', role: 'viewer', descr: 'A list of subscriptions of a client on a node',
+    response: Joi.array().items(R.subscription),
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'clientSubscriptions', params.clientid)
   },
 
   // --- routes (§2.6) ---
   {
     method: 'GET', path: '/routes/', name: 'list_routes', role: 'viewer', descr: 'A list of routes in the cluster', paged: true,
+    response: R.orNodeError(R.route),
     handler: async (_req, { node }) => await rows(node, 'routes')
   },
   {
     method: 'GET', path: '/routes/:topic', name: 'lookup_routes', role: 'viewer', descr: 'Lookup the routes of a topic',
+    response: Joi.array().items(R.orNodeError(R.route)),
     handler: async ({ params }, { node }) => await rows(node, 'route', params.topic)
   },
 
   // --- publish, subscribe, unsubscribe (§4.3) ---
   {
     method: 'POST', path: '/mqtt/publish', name: 'mqtt_publish', role: 'administrator', descr: 'Publish a MQTT message',
+    response: R.codeZero,
     validate: {
       payload: Joi.object({
         topic: nonEmpty.required(),
@@ -306,6 +335,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'POST', path: '/mqtt/subscribe', name: 'mqtt_subscribe', role: 'administrator', descr: 'Subscribe a connected client to a topic',
+    response: R.codeZero,
     validate: { payload: Joi.object({ topic: nonEmpty.required(), qos: qos.default(0), client_id: nonEmpty.required() }) },
     handler: async ({ payload }, { node }) => {
       const body = payload as { topic: string, qos: 0 | 1 | 2, client_id: string }
@@ -315,6 +345,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'POST', path: '/mqtt/unsubscribe', name: 'mqtt_unsubscribe', role: 'administrator', descr: 'Unsubscribe a connected client from a topic',
+    response: R.codeZero,
     validate: {
       payload: Joi.object({
         topic: nonEmpty.required(),
@@ -335,14 +366,17 @@ export const routes: readonly Route[] = Object.freeze([
   // --- plugins (§2.13, §3) ---
   {
     method: 'GET', path: '/plugins/', name: 'list_all_plugins', role: 'viewer', descr: 'A list of plugins in the cluster',
+    response: R.byNode('plugins', Joi.array().items(R.plugin)),
     handler: async (_req, { node }) => await byNode(node, 'plugins', 'plugins')
   },
   {
     method: 'GET', path: '/nodes/:node/plugins/', name: 'list_node_plugins', role: 'viewer', descr: 'A list of plugins on a node',
+    response: Joi.array().items(R.plugin),
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'plugins')
   },
   {
     method: 'PUT', path: '/nodes/:node/plugins/:plugin/load', name: 'load_plugin', role: 'administrator', descr: 'Load a plugin',
+    response: R.ok,
     handler: async ({ params }, { node }) => {
       await onNode(node, params.node, 'loadPlugin', params.plugin)
       return OK
@@ -350,6 +384,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'PUT', path: '/nodes/:node/plugins/:plugin/unload', name: 'unload_plugin', role: 'administrator', descr: 'Unload a plugin',
+    response: R.ok,
     handler: async ({ params }, { node }) => {
       await onNode(node, params.node, 'unloadPlugin', params.plugin)
       return OK
@@ -359,24 +394,29 @@ export const routes: readonly Route[] = Object.freeze([
   // --- listeners (§2.10) ---
   {
     method: 'GET', path: '/listeners/', name: 'list_listeners', role: 'viewer', descr: 'A list of listeners in the cluster',
+    response: R.byNode('listeners', Joi.array().items(R.listener)),
     handler: async (_req, { node }) => await byNode(node, 'listeners', 'listeners')
   },
   {
     method: 'GET', path: '/nodes/:node/listeners', name: 'list_node_listeners', role: 'viewer', descr: 'A list of listeners on a node',
+    response: Joi.array().items(R.listener),
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'listeners')
   },
 
   // --- configuration (§2.14) ---
   {
     method: 'GET', path: '/configs/', name: 'get_all_configs', role: 'viewer', descr: 'Get all configs',
+    response: R.byNode('config', Joi.array().items(R.config)),
     handler: async (_req, { node }) => await byNode(node, 'configs', 'config')
   },
   {
     method: 'GET', path: '/nodes/:node/configs/', name: 'get_all_configs', role: 'viewer', descr: 'Get all configs of a node',
+    response: Joi.array().items(R.config),
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'configs')
   },
   {
     method: 'PUT', path: '/configs/:app', name: 'update_config', role: 'administrator', descr: 'Update a config item on every node',
+    response: R.ok,
     validate: { payload: configItem },
     handler: async ({ params, payload }, { node }) => {
       const { key, value, next_start: nextStart } = payload as { key: string, value: string, next_start: boolean }
@@ -386,6 +426,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'PUT', path: '/nodes/:node/configs/:app', name: 'update_node_config', role: 'administrator', descr: 'Update a config item on a node',
+    response: R.ok,
     validate: { payload: configItem },
     handler: async ({ params, payload }, { node }) => {
       const { key, value, next_start: nextStart } = payload as { key: string, value: string, next_start: boolean }
@@ -397,10 +438,12 @@ export const routes: readonly Route[] = Object.freeze([
   // --- plugin settings (§2.15) ---
   {
     method: 'GET', path: '/nodes/:node/plugin_configs/:plugin', name: 'get_plugin_configs', role: 'administrator', descr: 'Get the settings of a plugin',
+    response: Joi.array().items(R.pluginSetting),
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'pluginSettings', params.plugin)
   },
   {
     method: 'PUT', path: '/nodes/:node/plugin_configs/:plugin', name: 'update_plugin_configs', role: 'administrator', descr: 'Update the settings of a plugin (reloads it when active)',
+    response: R.ok,
     validate: { payload: Joi.object().pattern(Joi.string(), Joi.string().allow('', null)).min(1).description('setting key → value; null resets the key to its default') },
     handler: async ({ params, payload }, { node }) => {
       // this plugin reloading itself stops the server answering: answer first
@@ -413,24 +456,29 @@ export const routes: readonly Route[] = Object.freeze([
   // --- metrics and statistics (§2.11, §2.12) ---
   {
     method: 'GET', path: '/metrics/', name: 'list_all_metrics', role: 'viewer', descr: 'A list of metrics of all nodes in the cluster',
+    response: R.byNode('metrics', R.counters),
     handler: async (_req, { node }) => await byNode(node, 'metrics', 'metrics')
   },
   {
     method: 'GET', path: '/nodes/:node/metrics/', name: 'list_node_metrics', role: 'viewer', descr: 'A list of metrics of a node',
+    response: R.counters,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'metrics')
   },
   {
     method: 'GET', path: '/stats/', name: 'list_stats', role: 'viewer', descr: 'A list of stats of all nodes in the cluster',
+    response: Joi.array().items(R.orNodeError(R.counters.keys({ node: R.text.required() }))),
     handler: async (_req, { node }) => await objectsByNode(node, 'stats')
   },
   {
     method: 'GET', path: '/nodes/:node/stats/', name: 'lookup_node_stats', role: 'viewer', descr: 'A list of stats of a node',
+    response: R.counters,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'stats')
   },
 
   // --- graceful drain (issue 10; EMQ X 4 had none) ---
   {
     method: 'PUT', path: '/nodes/:node/drain', name: 'drain_node', role: 'administrator', descr: 'Drain a node: stop accepting connections, then disconnect its clients at `rate` per second (default node.drain_rate; MQTT 5: DISCONNECT 0x9D)',
+    response: R.drain,
     handler: async ({ params, payload }, { node }) => {
       const checked = Joi.object({ rate: Joi.number().integer().min(1) }).allow(null).validate(payload)
       if (checked.error !== undefined) throw new ApiError(400, { code: CODE.wrongType, message: checked.error.message })
@@ -440,27 +488,32 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'GET', path: '/nodes/:node/drain', name: 'drain_status', role: 'viewer', descr: 'How far the drain of a node is',
+    response: R.drain,
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'drainStatus')
   },
 
   // --- alarms (§2.18) ---
   {
     method: 'GET', path: '/alarms/', name: 'get_all_alarms', role: 'viewer', descr: 'Get the present alarms of all nodes in the cluster',
+    response: R.byNode('alarms', Joi.array().items(R.alarm)),
     handler: async (_req, { node }) => await byNode(node, 'alarms', 'alarms')
   },
   {
     method: 'GET', path: '/alarms/:node', name: 'get_alarms', role: 'viewer', descr: 'Get the present alarms of a node',
+    response: Joi.array().items(R.alarm),
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'alarms')
   },
 
   // --- banned (§2.16) ---
   {
     method: 'GET', path: '/banned/', name: 'list_banned', role: 'viewer', descr: 'List banned entries', paged: true,
+    response: R.banned,
     // banned entries are kept where every node reads them; each node's list is the same
     handler: (_req, { node }) => node.banned()
   },
   {
     method: 'POST', path: '/banned/', name: 'create_banned', role: 'administrator', descr: 'Create a banned entry',
+    response: R.banned,
     validate: {
       payload: Joi.object({
         who: Joi.string().min(1).required(),
@@ -480,6 +533,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'DELETE', path: '/banned/:who', name: 'delete_banned', role: 'administrator', descr: 'Delete a banned entry',
+    response: R.ok,
     validate: { query: Joi.object({ as: bannedKind.required() }) },
     handler: async ({ params, query }, { node }) => {
       const removed = await everyNode(node, 'unban', query.as as Parameters<NodeOperations['unban']>[0], params.who)
@@ -491,10 +545,12 @@ export const routes: readonly Route[] = Object.freeze([
   // --- applications (§5.1) ---
   {
     method: 'GET', path: '/apps/', name: 'list_apps', role: 'viewer', descr: 'List applications',
+    response: Joi.array().items(R.app),
     handler: async (_req, { apps }) => await apps.list()
   },
   {
     method: 'POST', path: '/apps/', name: 'add_app', role: 'administrator', descr: 'Add an application',
+    response: R.secret,
     validate: {
       payload: Joi.object({
         app_id: Joi.string().min(1).required(),
@@ -517,10 +573,12 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'GET', path: '/apps/:appid', name: 'lookup_app', role: 'viewer', descr: 'Lookup an application (its secret is shown only at creation)',
+    response: R.app,
     handler: async ({ params }, { apps }) => await existingApp(apps, params.appid)
   },
   {
     method: 'PUT', path: '/apps/:appid', name: 'update_app', role: 'administrator', descr: 'Update an application',
+    response: R.ok,
     validate: { payload: Joi.object({ name: Joi.string(), desc: Joi.string().allow(''), status: Joi.boolean(), expired, role }) },
     handler: async ({ params, payload }, { apps }) => {
       if (!await apps.update(params.appid, payload as Partial<App>)) throw notFound(`no application ${params.appid}`)
@@ -529,6 +587,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'DELETE', path: '/apps/:appid', name: 'del_app', role: 'administrator', descr: 'Delete an application',
+    response: R.ok,
     handler: async ({ params }, { apps }) => {
       if (!await apps.remove(params.appid)) throw notFound(`no application ${params.appid}`)
       return OK
@@ -538,10 +597,12 @@ export const routes: readonly Route[] = Object.freeze([
   // --- administrator users (§2.17, §5.1) ---
   {
     method: 'GET', path: '/users/', name: 'list_users', role: 'viewer', descr: 'List administrator users',
+    response: Joi.array().items(R.user),
     handler: async (_req, { users }) => await users.list()
   },
   {
     method: 'POST', path: '/users/', name: 'create_user', role: 'administrator', descr: 'Create an administrator user',
+    response: R.ok,
     validate: { payload: Joi.object({ username: credential, password: credential, tags: Joi.string().allow('').default('') }) },
     handler: async ({ payload }, { users }) => {
       const { username, password, tags } = payload as { username: string, password: string, tags: string }
@@ -553,6 +614,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'PUT', path: '/users/:name', name: 'update_user', role: 'administrator', descr: 'Update the tags of an administrator user',
+    response: R.ok,
     validate: { payload: Joi.object({ tags: Joi.string().allow('').required() }) },
     handler: async ({ params, payload }, { users }) => {
       if (!await users.setTags(params.name, (payload as { tags: string }).tags)) throw new ApiError(404, { code: CODE.noSuchUser, message: `no user ${params.name}` })
@@ -561,6 +623,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'DELETE', path: '/users/:name', name: 'delete_user', role: 'administrator', descr: 'Delete an administrator user',
+    response: R.ok,
     handler: async ({ params }, { users }) => {
       if (params.name === users.defaultUser.login) throw new ApiError(403, { code: CODE.adminUser, message: 'the admin user cannot be deleted' })
       if (!await users.remove(params.name)) throw new ApiError(404, { code: CODE.noSuchUser, message: `no user ${params.name}` })
@@ -569,6 +632,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'POST', path: '/auth', name: 'auth_user', role: 'administrator', descr: 'Check the user name and password of an administrator user', auth: false,
+    response: R.ok,
     validate: { payload: Joi.object({ username: credential, password: credential }) },
     handler: async ({ payload, source }, { users, logins }) => {
       const { username, password } = payload as { username: string, password: string }
@@ -579,6 +643,7 @@ export const routes: readonly Route[] = Object.freeze([
   },
   {
     method: 'PUT', path: '/change_pwd/:username', name: 'change_pwd', role: 'administrator', descr: 'Change the password of an administrator user',
+    response: R.ok,
     validate: { payload: Joi.object({ old_pwd: credential, new_pwd: credential }) },
     handler: async ({ params, payload, source }, { users, logins }) => {
       const { old_pwd: oldPassword, new_pwd: newPassword } = payload as { old_pwd: string, new_pwd: string }

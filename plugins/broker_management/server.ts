@@ -9,6 +9,7 @@ import type { Boom } from '@hapi/boom'
 import Joi from 'joi'
 import type { Logger } from '../../lib/plugin-kit/admin.js'
 import { APIS, v3, type Api, type ServerContext } from './apis.js'
+import { openapi } from './openapi.js'
 import { pluginRoutes, type PluginRouteTable } from './plugin-routes.js'
 import { ApiError, CODE } from './errors.js'
 import { allows, forbidden, type Caller, type Role } from './roles.js'
@@ -106,7 +107,8 @@ export async function createServer (listen: { host: string, port: number }, cont
 
 /** Serves `api`'s route table (v3: and the plugins' routes) on `server`, authenticated by `strategies` (credentials `{user, role}`). */
 export function mountApi (server: Hapi.Server, api: Api, context: ServerContext, logger: Logger, strategies: string[]): void {
-  const handlerContext: ApiContext = { ...context, routes: api.routes }
+  let document: unknown
+  const handlerContext: ApiContext = { ...context, routes: api.routes, openapi: () => (document ??= openapi(api)) }
   for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger, strategies))
   if (api.base === v3.base) server.route(pluginRoutes(context.pluginRoutes, context.node, strategies, answer, (h, err) => refuse(h, api, err)))
 }
@@ -171,6 +173,7 @@ function hapiRoute (api: Api, route: Route, context: ApiContext, logger: Logger,
           body = checked.value
         }
         const result = await route.handler({ params, query: q, payload: body, caller, source: request.info.remoteAddress }, context)
+        if (route.raw === true) return answer(h, 200, result)
         return answer(h, 200, api.success(route.paged === true ? api.page(result as unknown[], q, context.maxRowLimit) : result))
       } catch (err) {
         if (err instanceof ApiError) return refuse(h, api, err)

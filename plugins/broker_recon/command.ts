@@ -2,7 +2,7 @@
 // counterparts (README.md maps each), plus what Node.js shows that Erlang
 // had no need for (event loop, GC, heap snapshot). Text for a person,
 // `--json` the facts the API route shows.
-import { CtlError, keyValues, output, usageError, type ClientLoadFacts, type CtlCommand, type CtlOutput, type UsageLine } from '../../lib/plugin-kit/index.js'
+import { CtlError, keyValues, output, specTime, usageError, type ClientLoadFacts, type CtlCommand, type CtlOutput, type UsageLine } from '../../lib/plugin-kit/index.js'
 import { TOP_ATTRIBUTES, topAttribute } from './figures.js'
 import { SnapshotRefused } from './heap-snapshot.js'
 import { nodeStatsRefusal, type NodeStatsSample } from './node-stats.js'
@@ -44,7 +44,7 @@ export function clientLine (c: ClientLoadFacts): string {
 
 const clients = (list: ClientLoadFacts[]): string => list.length === 0 ? '(no client has any)' : list.map(clientLine).join('\n')
 const fields = (record: object): string => Object.entries(record).map(([k, v]) => `${k}=${String(v)}`).join(', ')
-const time = (ms: number): string => new Date(ms).toISOString()
+const time = (ms: number): string => specTime(ms)
 
 function sampleLine (s: NodeStatsSample): string {
   const { at, ...rest } = s

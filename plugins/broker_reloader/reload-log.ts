@@ -1,7 +1,7 @@
 // The log of reloads (`reloader.logfile`, EMQ X's log/reloader.log): one line
 // per reload tried, appended in order, and the same in the node's log.
 import { appendFile } from 'node:fs/promises'
-import type { CodeReplaced, Logger } from '../../lib/plugin-kit/index.js'
+import { rfc3339, type CodeReplaced, type Logger } from '../../lib/plugin-kit/index.js'
 
 /** Who asked: the interval check, `broker_ctl reload`, or the API route. */
 export type ReloadCause = 'interval' | 'ctl' | 'api'
@@ -10,13 +10,13 @@ export type ReloadOutcome = { ok: true, result: CodeReplaced } | { ok: false, re
 
 export interface ReloadEvent { plugin: string, node: string, by: ReloadCause, outcome: ReloadOutcome }
 
-/** `2024-05-01T10:00:00.000Z broker_x@node1 by ctl: reloaded, version 1.0.1, running` (one line: a reason's line breaks become spaces). */
+/** `2024-05-01T10:00:00.000+00:00 broker_x@node1 by ctl: reloaded, version 1.0.1, running` (one line: a reason's line breaks become spaces). */
 export function reloadLine (event: ReloadEvent, at: Date): string {
   const { outcome } = event
   const what = outcome.ok
     ? `reloaded, version ${outcome.result.version}, ${outcome.result.active ? 'running' : 'not running (the new code is used at its next load)'}`
     : `failed: ${outcome.reason.replace(/\s*\n\s*/g, ' ')}`
-  return `${at.toISOString()} ${event.plugin}@${event.node} by ${event.by}: ${what}\n`
+  return `${rfc3339(at)} ${event.plugin}@${event.node} by ${event.by}: ${what}\n`
 }
 
 export interface ReloadLog {

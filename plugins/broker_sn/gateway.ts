@@ -35,6 +35,7 @@ export class SnGateway {
   #refilledAt = Date.now()
   #qosMinusOne: QosMinusOnePublisher | undefined
   readonly #sendFailed
+  readonly #refused
   /** datagrams handed to the socket and not yet sent */
   #sending = 0
   #flushed: (() => void) | undefined
@@ -44,6 +45,8 @@ export class SnGateway {
     this.#counters = counters
     this.#predefined = predefinedTopics(ctx.config)
     this.#sendFailed = limitedLog((fields, message) => ctx.logger.warn(fields, message), { perWindow: 5, windowMs: 60_000 })
+    // refused clients (a protocol error, bad credentials, an idle link): at warning, 20 a minute, the rest counted
+    this.#refused = limitedLog((fields, message) => ctx.logger.warn(fields, message), { perWindow: 20, windowMs: 60_000 })
   }
 
   /** Binds the socket; resolves with the port. */
@@ -175,7 +178,8 @@ export class SnGateway {
       listener: this.#listener,
       write: (bytes) => this.#send(bytes, address, port),
       encode: (packet) => this.#encode(packet),
-      gone: () => { if (this.#sessions.get(key) === session) this.#sessions.delete(key) }
+      gone: () => { if (this.#sessions.get(key) === session) this.#sessions.delete(key) },
+      refused: this.#refused
     })
     return session
   }

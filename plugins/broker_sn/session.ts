@@ -44,6 +44,8 @@ export interface SessionDeps {
   encode: (packet: SnPacket) => Buffer | undefined
   /** the session ended: forget its address */
   gone: () => void
+  /** a refused client, logged at warning at a rate a hostile sender cannot flood (the gateway's one limit) */
+  refused: (fields: Record<string, unknown>, message: string) => void
 }
 
 export class SnSession {
@@ -131,7 +133,7 @@ export class SnSession {
 
   #connect (f: Flags, protocolId: number, duration: number, clientId: string): void {
     if (protocolId !== PROTOCOL_ID || clientId === '') {
-      this.#refuse(RC.NOT_SUPPORTED)
+      this.#refuse(RC.NOT_SUPPORTED, protocolId !== PROTOCOL_ID ? `protocol id ${protocolId}` : 'empty client id')
       return
     }
     if (this.#state === 'connecting') return // sent again while the engine decides
@@ -180,7 +182,7 @@ export class SnSession {
       return
     }
     if (!validTopicName(topic)) {
-      this.#refuse(RC.NOT_SUPPORTED)
+      this.#refuse(RC.NOT_SUPPORTED, 'invalid will topic')
       return
     }
     this.#will = { topic, qos: willQoS(f), retain: f.retain }
@@ -256,7 +258,7 @@ export class SnSession {
 
   /** CONNACK with a refusal (or an idle timeout), and the session ends. */
   #refuse (returnCode: number, why?: string): void {
-    if (why !== undefined) this.#ctx.logger.debug({ address: this.address, port: this.port, why }, 'MQTT-SN client refused')
+    if (why !== undefined) this.#deps.refused({ address: this.address, port: this.port, why }, 'MQTT-SN client refused')
     this.#send({ type: 'connack', returnCode })
     this.#deps.listener.closed++
     this.#end()

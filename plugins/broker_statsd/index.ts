@@ -7,7 +7,7 @@
 // through the plugin's context. A server that is down or a name that does
 // not resolve costs a counted failure and a warning a minute, never the node.
 import StatsD from 'hot-shots'
-import { definePlugin, eventLoopProbe, gcProbe, keyValues, output, usageError, type CtlCommand } from '../../lib/plugin-kit/index.js'
+import { definePlugin, eventLoopProbe, gcProbe, keyValues, output, specTime, usageError, type CtlCommand } from '../../lib/plugin-kit/index.js'
 import { Failures, type FailureFacts } from './failures.js'
 import { Readings } from './readings.js'
 import { parseTags, schema, type StatsdConfig } from './settings.js'
@@ -49,7 +49,7 @@ function statusCommand (status: () => StatsdStatus): CtlCommand {
         flush_interval: `${facts.flush_interval_ms} ms`,
         pushes: facts.pushes,
         datagrams_sent: facts.sent,
-        last_push: facts.last_push_at === undefined ? 'none yet' : new Date(facts.last_push_at).toISOString(),
+        last_push: facts.last_push_at === undefined ? 'none yet' : specTime(facts.last_push_at),
         failures: `${facts.failures.count}${facts.failures.last === undefined ? '' : ` (latest: ${facts.failures.last})`}`
       })
       return output(text, facts)

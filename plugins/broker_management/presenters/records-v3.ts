@@ -3,7 +3,7 @@
 // value nobody knows as the text `undefined`, the constants EMQ X's records
 // carry, fields in EMQ X's order.
 import type { Alarm, ConfigFacts, ConnectionFacts, NodeStats, RouteFacts, SessionFacts, SubscriptionFacts } from './facts.js'
-import { datetime, megabytes } from './facts.js'
+import { megabytes, specTime } from './facts.js'
 
 /** SPEC §2.1 */
 export interface ConnectionRecord {
@@ -67,13 +67,12 @@ function text (value: string | undefined): string {
   return value === undefined || value === '' ? 'undefined' : value
 }
 
-const time = (ms: number): string => datetime(new Date(ms))
 
 export function connectionRecord (c: ConnectionFacts): ConnectionRecord {
   return {
     clean_start: c.clean_start,
     client_id: c.client_id,
-    connected_at: time(c.connected_at),
+    connected_at: specTime(c.connected_at),
     ipaddress: c.ipaddress ?? 'undefined',
     is_bridge: false,
     is_super: c.is_super,
@@ -107,7 +106,7 @@ export function sessionRecord (s: SessionFacts): SessionRecord {
     binding: 'local',
     clean_start: s.clean_start,
     client_id: s.client_id,
-    created_at: s.created_at === undefined ? 'undefined' : time(s.created_at),
+    created_at: s.created_at === undefined ? 'undefined' : specTime(s.created_at),
     deliver_msg: s.deliver_msg,
     enqueue_msg: s.enqueue_msg,
     expiry_interval: s.expiry_interval,

@@ -24,13 +24,13 @@ t.test('GET / lists every row of the route table', async (t) => {
   }
 })
 
-t.test('GET /openapi.json is an OpenAPI 3 document naming every path and method', async (t) => {
+t.test('GET /openapi.json is an OpenAPI 3.1 document naming every path and method', async (t) => {
   const res = await fetch(`${api.base}/openapi.json`, { headers: { authorization: `Basic ${Buffer.from('admin:public').toString('base64')}` } })
   t.equal(res.status, 200)
   const doc = JSON.parse(await res.text()) as { openapi: string, paths: Record<string, Record<string, { operationId: string, parameters: Array<{ name: string, in: string }>, requestBody?: unknown }>> }
   t.match(doc.openapi, /^3\./)
   for (const route of routes) {
-    const path = '/api/v3' + route.path.replace(/:(\w+)/g, '{$1}')
+    const path = route.path.replace(/:(\w+)/g, '{$1}')
     const op = doc.paths[path]?.[route.method.toLowerCase()]
     t.ok(op, `${route.method} ${path}`)
     if (route.paged === true) t.ok(op?.parameters.some((p) => p.name === '_page' && p.in === 'query'), `${path} is paged`)
@@ -38,12 +38,12 @@ t.test('GET /openapi.json is an OpenAPI 3 document naming every path and method'
   }
   const ids = Object.values(doc.paths).flatMap((p) => Object.values(p).map((o) => o.operationId))
   t.equal(new Set(ids).size, ids.length, 'operation ids are unique')
-  const banned = doc.paths['/api/v3/banned/'].post.requestBody as { content: { 'application/json': { schema: { required: string[], properties: Record<string, { type?: string, enum?: string[] }> } } } }
+  const banned = doc.paths['/banned/'].post.requestBody as { content: { 'application/json': { schema: { required: string[], properties: Record<string, { type?: string, enum?: string[] }> } } } }
   const schema = banned.content['application/json'].schema
   t.same(schema.required, ['who', 'as'])
   t.same(schema.properties.as.enum, ['client_id', 'username', 'ip_address'])
   t.equal(schema.properties.until.type, 'integer')
   const paths = doc.paths as unknown as Record<string, Record<string, { security?: unknown[] }>>
-  t.same(paths['/api/v3/auth'].post.security, [], 'POST /auth needs no application credentials')
-  t.equal(paths['/api/v3/users/'].get.security, undefined, 'the others use the document\'s security')
+  t.same(paths['/auth'].post.security, [], 'POST /auth needs no application credentials')
+  t.equal(paths['/users/'].get.security, undefined, 'the others use the document\'s security')
 })

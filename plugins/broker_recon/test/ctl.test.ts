@@ -130,7 +130,7 @@ t.test('port_types, event_loop, node_stats: handles by type, the loop\'s delay a
   t.ok(sampled.data[0].at < sampled.data[1].at && sampled.data[1].at < sampled.data[2].at)
   t.ok(sampled.data.reduce((sum, s) => sum + s.messages_in, 0) > 0 && sampled.data.reduce((sum, s) => sum + s.bytes_in, 0) > 0, 'messages and bytes came in')
   const text = await node.run('recon', 'node_stats', '2', '100')
-  t.match(text.stdout, /^\d{4}-\d\d-\d\dT\S+ interval_ms=100, connections=22, handles=\d+, memory_total=\d+, .*event_loop_delay_max_ms=[0-9.]+\n.*\n$/)
+  t.match(text.stdout, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d interval_ms=100, connections=22, handles=\d+, memory_total=\d+, .*event_loop_delay_max_ms=[0-9.]+\n.*\n$/)
   t.equal((await node.run('recon', 'node_stats', '100', '1000')).code, 2, 'more than broker_ctl waits for: a usage error')
 })
 

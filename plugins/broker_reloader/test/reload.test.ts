@@ -88,7 +88,7 @@ t.test('a change of a second module alone is reloaded; the old load is gone, cli
   t.same(received, [...Array(traffic.sent).keys()], 'every QoS 1 message arrived once, in order')
   t.same(closed, [], 'no client was disconnected')
   t.ok(subscriber.connected && publisher.connected)
-  await lastLogLineMatches(t, new RegExp(`^\\S+Z ${CODE_PLUGIN}@${nodeName} by ctl: reloaded, version 1\\.0\\.0, running$`))
+  await lastLogLineMatches(t, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+[+-]\\d\\d:\\d\\d ${CODE_PLUGIN}@${nodeName} by ctl: reloaded, version 1\\.0\\.0, running$`))
 })
 
 t.test('a broken new version leaves the old one running and says why', async (t) => {
