@@ -4,7 +4,9 @@
 // The sequence numbers a sender's message frames (a retried frame keeps its
 // number, so a receiver that saw it once drops the copy); `behind` and
 // `resumed` frames carry no message: the sender's deliveries are behind (or
-// caught up) and publishers on every node should wait.
+// caught up) and publishers on every node should wait; `hello` says the
+// sender is on the bus (every node counts the others it hears), `bye` that it
+// leaves it.
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
@@ -14,7 +16,7 @@ const VERSION = 1
 const HEADER = 18
 export const SENDER_BYTES = 8
 
-export const FRAME_KIND = { messages: 1, behind: 2, resumed: 3 } as const
+export const FRAME_KIND = { messages: 1, behind: 2, resumed: 3, hello: 4, bye: 5 } as const
 export type FrameKind = keyof typeof FRAME_KIND
 const KIND_NAMES = new Map<number, FrameKind>(Object.entries(FRAME_KIND).map(([name, code]) => [code, name as FrameKind]))
 

@@ -14,8 +14,13 @@
 // read) once it is delivered here, acknowledged by Redis and the bus is no
 // longer behind. With `overflow = drop_qos0` a QoS 0 message (not $SYS) met
 // while behind is delivered here only, and counted as dropped.
-// A frame Redis refused (connection lost, failover) is sent again until it is
-// taken; receivers drop a frame they saw already (sender, sequence).
+// A frame is taken when Redis has handed it to every node on the bus: PUBLISH
+// answers how many subscribers got it, and each node hears the others' `hello`
+// (every BEHIND_RENEW_MS). A frame Redis refused (connection lost, failover)
+// or that reached fewer nodes than this one hears (one of them is
+// resubscribing after a reconnect) is sent again; receivers drop a frame they
+// saw already (sender, sequence). A node not heard for PEER_TTL_MS while this
+// one listens is gone (its loss holds the bus that long at most).
 import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type { Redis } from 'ioredis'
@@ -71,6 +76,8 @@ const FRAME_BYTES = 256 * 1024
 const BEHIND_RENEW_MS = 250
 const BEHIND_TTL_MS = 1000
 const RETRY_MS = 250
+const PEER_TTL_MS = 2000
+const ANSWERS_PER_TURN = 256
 /** Frames remembered per sender to drop a resent copy. */
 const SEEN_PER_SENDER = 4096
 /** Senders remembered (a node's sender changes at every start). */
@@ -89,9 +96,15 @@ export class RedisBus extends MQEmitter {
   #flushScheduled = false
   #outstanding = 0
   #held: Done[] = []
+  #answers: Array<() => void> = []
+  #answersHead = 0
   #dropped = 0
   #reportedBehind = false
   readonly #remoteBehind = new Map<string, number>()
+  /** the other nodes on the bus: when each was last heard */
+  readonly #peers = new Map<string, number>()
+  /** since when this node's subscriber connection has been listening (a node is gone only after this long without a word) */
+  #listeningSince = Date.now()
   readonly #seen = new Map<string, Set<number>>()
   readonly #subscribed: Promise<unknown>
   readonly #timer: NodeJS.Timeout
@@ -104,7 +117,9 @@ export class RedisBus extends MQEmitter {
     options.sub.on('messageBuffer', (channel: Buffer, data: Buffer) => {
       if (channel.toString() === options.channel) this.#receive(data)
     })
-    this.#subscribed = options.sub.subscribe(options.channel).catch(noop)
+    this.#subscribed = options.sub.subscribe(options.channel).then(() => { this.#listeningSince = Date.now() }, noop)
+    // ioredis subscribes again after a reconnect
+    options.sub.on('ready', () => { this.#listeningSince = Date.now() })
     this.#timer = setInterval(() => this.#tick(), BEHIND_RENEW_MS).unref()
   }
 
@@ -129,7 +144,7 @@ export class RedisBus extends MQEmitter {
       if (err !== undefined && err !== null) failure = err
       if (--waits > 0) return
       // a dropped message's publisher is not held: dropping is the alternative to waiting
-      if (failure !== undefined || drop || !this.behind()) done(failure)
+      if (failure !== undefined || drop || !this.behind()) this.#answer(failure === undefined ? done : () => done(failure))
       else this.#held.push(done)
     }
     if (drop) {
@@ -139,7 +154,7 @@ export class RedisBus extends MQEmitter {
       this.#enqueue(encodeMessage(packet), settle)
     }
     if (local) super.emit(packet, (err) => { settle(err); this.#afterDelivery() })
-    else if (waits === 0) done()
+    else if (waits === 0) this.#answer(done)
   }
 
   override close (cb: () => void = noop): void {
@@ -149,7 +164,8 @@ export class RedisBus extends MQEmitter {
     }
     clearInterval(this.#timer)
     this.#flush()
-    if (this.#reportedBehind) this.#control('resumed')
+    // the others stop waiting for this node at once
+    this.#control('bye')
     const held = this.#held
     this.#held = []
     for (const done of held) done()
@@ -205,7 +221,11 @@ export class RedisBus extends MQEmitter {
   }
 
   #send (frame: Buffer, dones: Done[]): void {
-    this.#options.pub.publish(this.#options.channel, frame).then(() => {
+    this.#options.pub.publish(this.#options.channel, frame).then((receivers) => {
+      if (receivers < this.#needed() && !this.closed) {
+        setTimeout(() => this.#send(frame, dones), RETRY_MS).unref()
+        return
+      }
       this.#outstanding -= dones.length
       for (const done of dones) done()
       this.#release()
@@ -219,6 +239,18 @@ export class RedisBus extends MQEmitter {
     })
   }
 
+  /** Subscribers a frame must reach: every node heard (or not yet given up on), and this one while it listens. */
+  #needed (): number {
+    const now = Date.now()
+    const judging = now - this.#listeningSince >= PEER_TTL_MS
+    let alive = 0
+    for (const [peer, heard] of this.#peers) {
+      if (!judging || now - heard < PEER_TTL_MS) alive++
+      else this.#peers.delete(peer)
+    }
+    return alive + (this.#options.sub.status === 'ready' ? 1 : 0)
+  }
+
   #control (kind: FrameKind): void {
     this.#options.pub.publish(this.#options.channel, encodeFrame(kind, this.#tag, 0)).catch(noop)
   }
@@ -226,6 +258,14 @@ export class RedisBus extends MQEmitter {
   #receive (data: Buffer): void {
     const frame = decodeFrame(data)
     if (frame === null || frame.sender === this.#tagHex || this.closed) return
+    if (frame.kind === 'bye') {
+      this.#peers.delete(frame.sender)
+      this.#remoteBehind.delete(frame.sender)
+      this.#release()
+      return
+    }
+    this.#peers.set(frame.sender, Date.now())
+    if (frame.kind === 'hello') return
     if (frame.kind === 'behind') {
       this.#remoteBehind.set(frame.sender, Date.now() + BEHIND_TTL_MS)
       return
@@ -284,11 +324,37 @@ export class RedisBus extends MQEmitter {
     if (this.#held.length === 0 || this.behind()) return
     const held = this.#held
     this.#held = []
-    for (const done of held) done()
+    for (const done of held) this.#answer(done)
+  }
+
+  /**
+   * Acknowledges a publisher's message, ANSWERS_PER_TURN at most per turn of
+   * the event loop: each answer may let the engine read and handle the
+   * publisher's next chunk (thousands of messages) at once, and a frame's
+   * acknowledgement answers hundreds of messages.
+   */
+  #answer (done: () => void): void {
+    this.#answers.push(done)
+    if (this.#answers.length - this.#answersHead === 1) setImmediate(() => this.#drainAnswers())
+  }
+
+  #drainAnswers (): void {
+    const end = Math.min(this.#answers.length, this.#answersHead + ANSWERS_PER_TURN)
+    while (this.#answersHead < end) {
+      const done = this.#answers[this.#answersHead]
+      this.#answers[this.#answersHead++] = noop
+      done()
+    }
+    if (this.#answersHead < this.#answers.length) {
+      setImmediate(() => this.#drainAnswers())
+      return
+    }
+    this.#answers = []
+    this.#answersHead = 0
   }
 
   #tick (): void {
-    if (this.#reportedBehind) this.#control('behind')
+    this.#control(this.#reportedBehind ? 'behind' : 'hello')
     this.#release()
   }
 }
