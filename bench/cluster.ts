@@ -50,7 +50,7 @@ export interface ClusterResults {
   skipped: string | null
 }
 
-/** Lets the subscriber's SUBSCRIBE reach Redis (mqemitter-redis subscribes asynchronously) before the load starts. */
+/** Lets every node hear the others on the bus (hello frames) before the load starts. */
 const SETTLE_MS = 1000
 
 /**
