@@ -76,7 +76,7 @@ const FRAME_BYTES = 256 * 1024
 const BEHIND_RENEW_MS = 250
 const BEHIND_TTL_MS = 1000
 const RETRY_MS = 250
-const PEER_TTL_MS = 2000
+const PEER_TTL_MS = 1000
 const ANSWERS_PER_TURN = 256
 /** Frames remembered per sender to drop a resent copy. */
 const SEEN_PER_SENDER = 4096
