@@ -20,7 +20,8 @@
 // or that reached fewer nodes than this one hears (one of them is
 // resubscribing after a reconnect) is sent again; receivers drop a frame they
 // saw already (sender, sequence). A node not heard for PEER_TTL_MS while this
-// one listens is gone (its loss holds the bus that long at most).
+// one listens is gone (its loss holds the bus that long at most); after this
+// node's own (re)subscribe every known node gets RECONNECT_GRACE_MS.
 import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type { Redis } from 'ioredis'
@@ -77,6 +78,8 @@ const BEHIND_RENEW_MS = 250
 const BEHIND_TTL_MS = 1000
 const RETRY_MS = 250
 const PEER_TTL_MS = 1000
+/** After this node's own reconnect (a Redis restart, a failover) the others get this long to resubscribe before one counts as gone. */
+const RECONNECT_GRACE_MS = 4000
 const ANSWERS_PER_TURN = 256
 /** Frames remembered per sender to drop a resent copy. */
 const SEEN_PER_SENDER = 4096
@@ -242,7 +245,7 @@ export class RedisBus extends MQEmitter {
   /** Subscribers a frame must reach: every node heard (or not yet given up on), and this one while it listens. */
   #needed (): number {
     const now = Date.now()
-    const judging = now - this.#listeningSince >= PEER_TTL_MS
+    const judging = now - this.#listeningSince >= RECONNECT_GRACE_MS
     let alive = 0
     for (const [peer, heard] of this.#peers) {
       if (!judging || now - heard < PEER_TTL_MS) alive++
