@@ -21,8 +21,8 @@ export interface ClientOptions {
   properties?: mqttPacket.IConnectPacket['properties']
   /** source address of the socket (e.g. one of 127.0.0.x); default: the system's choice */
   localAddress?: string
-  /** Counts a PUBLISH frame without decoding it. */
-  onPublishFrame?: () => void
+  /** Counts a PUBLISH frame without decoding it (the frame is a view into the read buffer, valid during the call). */
+  onPublishFrame?: (frame: Buffer) => void
   /** Each decoded packet, after the connect/subscribe waiters have seen it. */
   onPacket?: (packet: Packet) => void
   /** After each chunk of bytes read from the socket. */
@@ -141,7 +141,7 @@ export class RawClient {
       }
       const end = i + len
       if (end > buf.length) break
-      if (buf[off] >> 4 === PUBLISH && this.opts.onPublishFrame !== undefined) this.opts.onPublishFrame()
+      if (buf[off] >> 4 === PUBLISH && this.opts.onPublishFrame !== undefined) this.opts.onPublishFrame(buf.subarray(off, end))
       else this.parser.parse(buf.subarray(off, end))
       off = end
     }
@@ -154,4 +154,45 @@ export class RawClient {
 export function publishBatch (topic: string, payload: Buffer, count: number): Buffer {
   const one = mqttPacket.generate({ cmd: 'publish', topic, payload, qos: 0, dup: false, retain: false })
   return Buffer.concat(Array.from({ length: count }, () => one))
+}
+
+/** The packet identifier of a QoS 1 or 2 PUBLISH frame (MQTT 3.1.1); undefined at QoS 0. */
+export function publishFrameId (frame: Buffer): number | undefined {
+  if ((frame[0] & 0x06) === 0) return undefined
+  let at = 1
+  while ((frame[at] & 0x80) !== 0) at++
+  at++
+  const topicLength = frame.readUInt16BE(at)
+  return frame.readUInt16BE(at + 2 + topicLength)
+}
+
+/** One PUBACK frame per identifier, back to back: written with one socket.write. */
+export function pubackBatch (ids: number[]): Buffer {
+  const out = Buffer.allocUnsafe(ids.length * 4)
+  ids.forEach((id, i) => {
+    out[i * 4] = 0x40
+    out[i * 4 + 1] = 0x02
+    out.writeUInt16BE(id, i * 4 + 2)
+  })
+  return out
+}
+
+/**
+ * `count` QoS 1 PUBLISHes of one topic whose packet identifiers the caller
+ * sets: `next()` returns the batch with the following `count` identifiers
+ * (1–65535, wrapping), written in place in a fresh copy.
+ */
+export function qos1Batches (topic: string, payload: Buffer, count: number): () => Buffer {
+  const one = mqttPacket.generate({ cmd: 'publish', topic, payload, qos: 1, messageId: 1, dup: false, retain: false })
+  const idAt = one.length - payload.length - 2
+  const template = Buffer.concat(Array.from({ length: count }, () => one))
+  let id = 0
+  return () => {
+    const batch = Buffer.from(template)
+    for (let i = 0; i < count; i++) {
+      id = (id % 65535) + 1
+      batch.writeUInt16BE(id, i * one.length + idAt)
+    }
+    return batch
+  }
 }

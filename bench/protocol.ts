@@ -13,7 +13,8 @@ export type Role =
   /** snPort: the publishers are MQTT-SN 1.2 clients of that UDP port (broker_sn), sending PUBLISH at QoS 0 to a registered topic id */
   /** coapPort: they are CoAP clients of that UDP port (broker_coap), sending NON PUT requests */
   /** lwm2mPort: they are LwM2M devices of that UDP port (broker_lwm2m), sending notifications */
-  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number, snPort?: number, coapPort?: number, lwm2mPort?: number }
+  /** qos: of the publishers and the subscription (0 unless 1); deliveriesPerMessage: the subscriber in the same worker gets every publisher's message this many times over (a mesh of nodes each with a subscriber counts its own deliveries), the window counts in messages */
+  | { kind: 'fan-in', subscriber: boolean, publishers: number[], window?: number, stompPort?: number, snPort?: number, coapPort?: number, lwm2mPort?: number, qos?: 0 | 1, deliveriesPerMessage?: number }
   /**
    * awaitPeer: the other worker's subscribers report progress, and the publisher paces on them too.
    * v5Aliases: the subscribers are MQTT 5 clients with a Topic Alias Maximum and a Maximum Packet Size.
@@ -38,6 +39,8 @@ export interface WorkerResult {
   sent: number
   /** Messages (deliveries) received by this worker's subscribers inside the measured window. */
   received: number
+  /** fan-in at QoS 1: PUBACKs its publishers received inside the measured window. */
+  acked?: number
   /** Length of the measured window as this worker saw it. */
   elapsedMs: number
   /** qos1-pairs: publish → delivery latency of each completed round trip, ms. */

@@ -9,7 +9,7 @@
 // bench/README.md.
 import { readFileSync } from 'node:fs'
 import { ACL_CHAIN_SECTION, measureAclChain, type AclChainFigures } from './acl-chain.js'
-import { CLUSTER_SECTION, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
+import { CLUSTER_SECTION, QOS_LEVELS, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
 import { GATEWAY_RUNS, GATEWAYS_SECTION, runGatewaysSection, type GatewayResults } from './gateways.js'
 import { MEMORY_SECTION, runMemorySection, type MemoryResults } from './memory.js'
 import { PARTS } from './heap-parts.js'
@@ -103,18 +103,22 @@ function printTable (rows: Row[]): void {
 }
 
 function printCluster (seconds: number, cluster: ClusterResults): void {
-  process.stdout.write(`\n${CLUSTER_SECTION}: 10 QoS 0 publishers -> 1 subscriber on bench/in/#, ${seconds} s per setup\n\n`)
-  const lines = [['setup', 'msg/s', 'ratio', 'sent msg/s']]
-  const single = cluster['msg/s'].single
-  for (const { key, title } of SETUPS) {
-    const value = cluster['msg/s'][key] ?? undefined
-    const ratio = value === undefined || single === null || single === 0 ? undefined : value / single
-    lines.push([title, format(value, 0), format(ratio, 2), format(cluster['sent/s'][key] ?? undefined, 0)])
+  process.stdout.write(`\n${CLUSTER_SECTION}: 10 publishers -> 1 subscriber on bench/in/# ((4): 3 nodes x (4 publishers + 1 subscriber)), ${seconds} s per setup\n\n`)
+  const lines = [['QoS', 'setup', 'msg/s', 'ratio', 'sent/s', 'acked/s', 'stall ms', 'RSS MiB']]
+  for (const qos of QOS_LEVELS) {
+    const runs = cluster.runs[`qos${qos}`]
+    const single = runs.single?.['msg/s']
+    for (const { key, title } of SETUPS) {
+      const run = runs[key]
+      const ratio = run === null || key === 'mesh' || single === undefined || single === 0 ? undefined : run['msg/s'] / single
+      lines.push([String(qos), title, format(run?.['msg/s'], 0), format(ratio, 2), format(run?.['sent/s'], 0), format(run?.['acked/s'] ?? undefined, 0), format(run?.['stall ms'], 0), format(run?.['RSS MiB'], 0)])
+    }
   }
-  writeColumns(lines, 1)
-  process.stdout.write('\nratio = msg/s / msg/s of (1); below 1 = slower than one node on its embedded store. ' +
-    '(2): one node with its store and messages on Redis; (3): subscriber on node a, publishers on node b, every message through Redis pub/sub. ' +
-    'sent msg/s well above msg/s: deliveries stalled and the publishers\' window was reset (see bench/README.md).\n')
+  writeColumns(lines, 2)
+  process.stdout.write('\nratio = msg/s / msg/s of (1) at the same QoS; below 1 = slower than one node on its embedded store. ' +
+    '(2): one node with its store and messages on Redis; (3): subscriber on node a, publishers on node b, every message through Redis pub/sub; ' +
+    '(4): msg/s = deliveries/s to the three subscribers together. stall ms: the longest a node took to answer a PINGREQ; RSS: the largest node. ' +
+    'sent/s well above msg/s: deliveries stalled and the publishers\' window was reset (see bench/README.md).\n')
 }
 
 function printGateways (seconds: number, gateways: GatewayResults): void {

@@ -1,6 +1,6 @@
 // Client worker, forked by the runner: runs the raw clients of one role of a
 // scenario and reports counts and latencies over IPC (see protocol.ts).
-import { publishBatch, RawClient, type ClientOptions } from './client.js'
+import { publishBatch, publishFrameId, pubackBatch, qos1Batches, RawClient, type ClientOptions } from './client.js'
 import type { FromWorker, Role, ToWorker, WorkerResult } from './protocol.js'
 import { SnPublisher } from './sn-client.js'
 import { Lwm2mPublisher } from './lwm2m-client.js'
@@ -27,7 +27,7 @@ const MAX_LATENCY_SAMPLES = 2_000_000
 /** idle: connects in flight per worker; more would overflow the server's accept backlog. */
 const IDLE_CONCURRENCY = 100
 
-interface Counts { sent: number, received: number }
+interface Counts { sent: number, received: number, acked?: number }
 
 interface Load {
   run: (warmupMs: number, measureMs: number) => Promise<WorkerResult>
@@ -78,26 +78,42 @@ async function measure (counts: Counts, warmupMs: number, measureMs: number, sto
   return await new Promise((resolve) => {
     let s0 = 0
     let r0 = 0
+    let a0 = 0
     let t0 = performance.now()
     setTimeout(() => {
       s0 = counts.sent
       r0 = counts.received
+      a0 = counts.acked ?? 0
       t0 = performance.now()
       onMark?.()
     }, warmupMs)
     setTimeout(() => {
       stop()
-      resolve({ sent: counts.sent - s0, received: counts.received - r0, elapsedMs: performance.now() - t0 })
+      resolve({ sent: counts.sent - s0, received: counts.received - r0, ...(counts.acked === undefined ? {} : { acked: counts.acked - a0 }), elapsedMs: performance.now() - t0 })
     }, warmupMs + measureMs)
   })
 }
 
 async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Promise<Load> {
-  const counts: Counts = { sent: 0, received: 0 }
+  const counts: Counts & { acked: number } = { sent: 0, received: 0, acked: 0 }
+  const qos = role.qos ?? 0
   if (role.subscriber) {
-    const sub = await connect(port, `bench-fi-sub-${process.pid}`, { onPublishFrame: () => { counts.received++ } })
-    await sub.subscribe('bench/in/#', 0)
+    // at QoS 1 the PUBACKs of one read go back in one write
+    const acks: number[] = []
+    let sub: RawClient | null = null
+    sub = await connect(port, `bench-fi-sub-${process.pid}`, {
+      onPublishFrame: (frame) => {
+        counts.received++
+        const id = publishFrameId(frame)
+        if (id !== undefined) acks.push(id)
+      },
+      onChunk: () => {
+        if (acks.length > 0) sub?.write(pubackBatch(acks.splice(0)))
+      }
+    })
+    await sub.subscribe('bench/in/#', qos)
   }
+  const onPuback = (p: { cmd: string }): void => { if (p.cmd === 'puback') counts.acked++ }
   const { stompPort, snPort, coapPort, lwm2mPort } = role
   const pubs = await Promise.all(role.publishers.map(async (n) => {
     if (stompPort !== undefined) return { client: await connectStomp(stompPort), batch: sendBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
@@ -116,6 +132,7 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
       clients.push(client)
       return { client, batch: Buffer.alloc(0) }
     }
+    if (qos === 1) return { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`, { onPacket: onPuback }), batch: qos1Batches(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
     return { client: await connect(port, `bench-fi-pub-${n}-${process.pid}`), batch: publishBatch(`bench/in/${n}`, PAYLOAD, FAN_IN_BATCH) }
   }))
   const window = role.window ?? Infinity
@@ -123,7 +140,8 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
   /** Messages given up on: QoS 0 may be dropped, and the window must not wait for them forever. */
   let lost = 0
   let lastProgressAt = performance.now()
-  const received = (): number => role.subscriber ? counts.received : peerReceived
+  const perMessage = role.deliveriesPerMessage ?? 1
+  const received = (): number => role.subscriber ? counts.received / perMessage : peerReceived
   const open = (): boolean => {
     if (counts.sent - lost - received() < window) return true
     if (performance.now() - lastProgressAt > FAN_IN_STALL_MS) {
@@ -138,21 +156,21 @@ async function fanIn (port: number, role: Extract<Role, { kind: 'fan-in' }>): Pr
     for (const resume of waiting.splice(0)) resume()
   }
   let running = false
-  const pump = (client: RawClient | StompPublisher | SnPublisher | CoapPublisher | Lwm2mPublisher, batch: Buffer): void => {
+  const pump = (client: RawClient | StompPublisher | SnPublisher | CoapPublisher | Lwm2mPublisher, next: Buffer | (() => Buffer)): void => {
     for (let i = 0; i < WRITES_PER_TURN && running; i++) {
       if (!open()) {
-        waiting.push(() => pump(client, batch))
+        waiting.push(() => pump(client, next))
         return
       }
       counts.sent += FAN_IN_BATCH
-      if (!client.write(batch)) {
+      if (!client.write(typeof next === 'function' ? next() : next)) {
         // net, dgram or a UDP publisher's own: each an EventEmitter that says 'drain'
         const socket: NodeJS.EventEmitter = client.socket
-        socket.once('drain', () => pump(client, batch))
+        socket.once('drain', () => pump(client, next))
         return
       }
     }
-    if (running) setImmediate(() => pump(client, batch))
+    if (running) setImmediate(() => pump(client, next))
   }
   return {
     peer: (n) => {

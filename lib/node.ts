@@ -189,6 +189,8 @@ export class BrokerNode {
         const enhanced = new EnhancedAuth(hooks, logger)
         const guard = new SessionGuard(config, access, backend.stores('session_owners'), async (clientId) => (await persistence.subscriptionsByClient({ id: clientId })).length > 0)
         const authenticate = createAuthenticate({ config, hooks, banned, enhanced, guard, logger })
+        // a QoS 0 message the bus kept off Redis (cluster.bus.overflow = drop_qos0) is a dropped message
+        if (backend.mq !== undefined) backend.mq.onDrop = () => observability.metrics.dropped(0)
         const engine = await createEngine({ config, persistence, mq: backend.mq, shared, enhanced, timers, callbacks: { ...callbacks, authenticate, ...observability.engineCallbacks } })
         logEngineEvents(engine, logger)
         mapEngineEvents(engine, hooks)

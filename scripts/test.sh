@@ -17,6 +17,8 @@ need mosquitto-clients command -v mosquitto_pub
 need openssl command -v openssl
 # the database servers the auth plugins are tested against (started by the tests, never as services)
 need redis-server command -v redis-server
+# the cluster's Sentinel failover test (test/85-cluster-sentinel)
+need redis-sentinel command -v redis-sentinel
 need postgresql compgen -G '/usr/lib/postgresql/*/bin/initdb'
 need mariadb-server command -v mariadbd
 need slapd command -v slapd

@@ -13,6 +13,8 @@ function hostPort (text: string): { host: string, port: number } {
 export function redisOptions (config: Config): RedisOptions {
   const servers = config.get('cluster.redis.server').split(',').map((s) => s.trim()).filter((s) => s !== '')
   const password = config.get('cluster.redis.password')
+  const sentinels = config.get('cluster.redis.sentinels').split(',').map((s) => s.trim()).filter((s) => s !== '')
+  const masterName = config.get('cluster.redis.master_name')
   const sentinel = config.get('cluster.redis.sentinel')
   const common: RedisOptions = {
     db: config.get('cluster.redis.database'),
@@ -21,6 +23,8 @@ export function redisOptions (config: Config): RedisOptions {
     maxRetriesPerRequest: 20,
     retryStrategy: (times) => Math.min(times * 100, 2000)
   }
+  // the Sentinels are asked again at every reconnect: after a failover the connection follows the promoted replica
+  if (sentinels.length > 0) return { ...common, sentinels: sentinels.map(hostPort), name: masterName }
   if (sentinel !== '') return { ...common, sentinels: servers.map(hostPort), name: sentinel }
   return { ...common, ...hostPort(servers[0] ?? '127.0.0.1:6379') }
 }

@@ -1,27 +1,26 @@
 // Where the node keeps its state. One node: LevelDB under data/ for
 // everything. A Redis cluster (`cluster.discovery = redis`): the engine's
-// message bus (mqemitter-redis), its persistence (aedes-persistence-redis) and
+// message bus (lib/cluster/bus.ts), its persistence (aedes-persistence-redis) and
 // the shared sections (banned, plugin stores, timers) live in Redis, so every
 // node sees them; LevelDB stays open for nothing shared.
 import { createRequire } from 'node:module'
 import { Readable } from 'node:stream'
 import type { Redis } from 'ioredis'
 import type { Level } from 'level'
-import type { MQEmitter } from 'mqemitter'
 import type { Config } from '../config/store.js'
-import { connectRedis, redisOptions } from '../cluster/redis.js'
+import { RedisBus } from '../cluster/bus.js'
+import { connectRedis } from '../cluster/redis.js'
 import { openStore, wipeLevelQueue, type AedesPersistence } from './store.js'
 import { levelTextStores, redisTextStores, type TextStores } from './text-store.js'
 
 const require = createRequire(import.meta.url)
 const AsyncRedisPersistence = require('aedes-persistence-redis/asyncPersistence.js') as new (options: { conn: Redis }) => AedesPersistence
-const mqemitterRedis = require('mqemitter-redis') as (options: object) => MQEmitter
 
 export interface Backend {
   db: Level<string, Buffer>
   persistence: AedesPersistence
   /** the engine's message bus in a cluster; undefined: Aedes' in-memory one */
-  mq?: MQEmitter
+  mq?: RedisBus
   stores: TextStores
   /** removes a session's queued messages */
   wipeQueue: (clientId: string) => Promise<void>
@@ -52,15 +51,8 @@ function withStreams (persistence: AedesPersistence): AedesPersistence {
   return persistence
 }
 
-/**
- * mqemitter-redis passes its connections' errors on as `error` on `state`;
- * unheard, one refused reconnect while Redis restarts would end the process.
- * ioredis reconnects by itself; the node's health reports the outage.
- */
-function quietBus (mq: MQEmitter): MQEmitter {
-  (mq as unknown as { state: NodeJS.EventEmitter }).state.on('error', () => {})
-  return mq
-}
+/** Aedes' default delivery concurrency (the engine is not given another). */
+const ENGINE_CONCURRENCY = 100
 
 export async function openBackend (config: Config, dataDir: string): Promise<Backend> {
   const { db, persistence } = await openStore(dataDir)
@@ -81,7 +73,14 @@ export async function openBackend (config: Config, dataDir: string): Promise<Bac
   return {
     db,
     persistence: withStreams(new AsyncRedisPersistence({ conn: connectRedis(config) })),
-    mq: quietBus(mqemitterRedis(redisOptions(config))),
+    mq: new RedisBus({
+      pub: connectRedis(config),
+      sub: connectRedis(config),
+      channel: `${prefix}:bus`,
+      window: config.get('cluster.bus.window'),
+      overflow: config.get('cluster.bus.overflow'),
+      concurrency: ENGINE_CONCURRENCY
+    }),
     stores: redisTextStores(redis, prefix),
     wipeQueue: async (clientId) => {
       const id = encodeURIComponent(clientId)

@@ -54,6 +54,8 @@ export interface ClusterOptions {
   redisArgs?: string[]
   /** extra settings of every node */
   settings?: Record<string, string | number>
+  /** a Redis server started by the test (e.g. a Sentinel's first primary) instead of a fresh one; closed with the cluster */
+  redis?: RedisServer
 }
 
 export interface TestCluster {
@@ -132,7 +134,7 @@ export async function startCluster (options: ClusterOptions = {}): Promise<TestC
   const root = await tempDir('broker-cluster-test-')
   let redis: RedisServer
   try {
-    redis = await startRedis({ args: options.redisArgs })
+    redis = options.redis ?? await startRedis({ args: options.redisArgs })
   } catch (err) {
     await rm(root, { recursive: true, force: true })
     throw err

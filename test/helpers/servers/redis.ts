@@ -103,6 +103,10 @@ export interface SentinelOptions {
   name: string
   /** the master's requirepass */
   masterPassword?: string
+  /** `down-after-milliseconds` (default 5000) */
+  downAfterMs?: number
+  /** `failover-timeout` (default: Redis' own, 3 minutes) */
+  failoverTimeoutMs?: number
 }
 
 export interface SentinelServer {
@@ -129,7 +133,8 @@ export async function startSentinel (options: SentinelOptions): Promise<Sentinel
     'protected-mode no',
     `sentinel monitor ${options.name} 127.0.0.1 ${options.masterPort} 1`,
     ...(options.masterPassword === undefined ? [] : [`sentinel auth-pass ${options.name} ${options.masterPassword}`]),
-    `sentinel down-after-milliseconds ${options.name} 5000`,
+    `sentinel down-after-milliseconds ${options.name} ${options.downAfterMs ?? 5000}`,
+    ...(options.failoverTimeoutMs === undefined ? [] : [`sentinel failover-timeout ${options.name} ${options.failoverTimeoutMs}`]),
     ''
   ].join('\n'))
   let proc: ServerProcess | undefined
