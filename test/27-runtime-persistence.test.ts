@@ -270,7 +270,7 @@ t.test('every kind of runtime change survives a restart of the node process', as
     t.same(active, ['broker_auth_clientid', 'broker_auth_username', 'broker_management', 'broker_plugin_template', 'broker_retainer'], `${label}: loaded and unloaded plugins`)
     t.equal(await readFile(join(dataDir, 'loaded_plugins'), 'utf8'), 'broker_management.\nbroker_retainer.\nbroker_auth_username.\nbroker_auth_clientid.\nbroker_plugin_template.\n')
     t.same((await http('GET', `/nodes/${nodeName}/plugin_configs/broker_plugin_template`)).body,
-      [{ key: 'template.greeting_topic', value: 'persisted', desc: '', required: true }], `${label}: plugin settings from the API`)
+      [{ key: 'template.greeting_topic', value: 'persisted', desc: '', required: true, datatype: 'string' }], `${label}: plugin settings from the API`)
     t.equal(await greetingTopic(`after-${label}`), `persisted/after-${label}`, `${label}: the plugin runs with them`)
 
     t.equal((await http('GET', '/brokers/', undefined, 'api-app:api-secret')).status, 200, `${label}: app added through the API`)

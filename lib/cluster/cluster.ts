@@ -8,7 +8,7 @@ import type { ClusterRpc } from './rpc.js'
 
 /** The operations another node may ask for. */
 export const REMOTE_METHODS = [
-  'brokerInfo', 'nodeStats', 'metrics', 'metricsV2', 'stats', 'statsV2', 'alarms',
+  'brokerInfo', 'nodeStats', 'metrics', 'metricsV2', 'stats', 'statsV2', 'alarms', 'alarmHistory',
   'connections', 'connection', 'sessions', 'session', 'subscriptions', 'clientSubscriptions', 'routes', 'route', 'listeners',
   'plugins', 'loadPlugin', 'unloadPlugin', 'reloadPlugin', 'reloadPluginCode', 'pluginSettings', 'setPluginSettings', 'pluginRoute',
   'configs', 'setConfig', 'banned', 'ban', 'unban', 'reloadAcl',

@@ -110,6 +110,7 @@ export interface PluginRouteCall {
 export type PluginRouteAnswer = { body: unknown } | { refused: { status: number, code: number | undefined, message: string } }
 
 /** A plugin's setting (SPEC §2.15). */
-export interface PluginSetting { key: string, value: string, desc: string, required: boolean }
+/** §2.15, and (v3) the key's type from the plugin's schema when the schema names the key: `datatype`, an enum's `values` */
+export interface PluginSetting { key: string, value: string, desc: string, required: boolean, datatype?: string, values?: string[] }
 
 export type { Alarm }

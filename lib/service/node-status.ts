@@ -4,7 +4,7 @@ import type { AnyKey, Canonical, SettingValue } from '../config/schema.js'
 import type { V3Metrics } from '../metrics/metrics.js'
 import type { V3Stats } from '../metrics/stats.js'
 import { healthOf, type Health } from '../node-state.js'
-import type { Alarm } from '../sys/alarms.js'
+import type { Alarm, ClearedAlarm } from '../sys/alarms.js'
 import type { BrokerInfo, NodeStats } from '../sys/node-info.js'
 import type { OperationContext } from './context.js'
 import type { ListenerRecord } from './facts.js'
@@ -29,6 +29,8 @@ export interface NodeStatus {
   statsV2: () => Record<string, number>
   /** the alarms raised and not cleared, oldest first */
   alarms: () => Alarm[]
+  /** the alarms cleared (the newest 1000), oldest first, each with its `clear_at` */
+  alarmHistory: () => ClearedAlarm[]
   /** The MQTT listeners, then those the plugins serve (the management API's `http:management` …). */
   listeners: () => ListenerRecord[]
   /**
@@ -55,6 +57,7 @@ export function nodeStatus (context: OperationContext): NodeStatus {
     metricsV2: () => observability.metricsV2(),
     statsV2: () => observability.statsV2(),
     alarms: () => observability.alarms.present(),
+    alarmHistory: () => observability.alarms.history(),
     listeners: () => {
       const mqtt = parts.listeners().map((l): ListenerRecord => {
         const closed = l.gate.counters.closed

@@ -78,7 +78,7 @@ export function createNodeOperations (parts: NodeParts): NodeOperations {
 const QUERIES: Record<Exclude<keyof NodeQueries, 'name'>, true> = {
   client: true, clients: true, connections: true, connection: true, sessions: true, session: true, subscriptions: true, clientSubscriptions: true,
   routes: true, route: true, setting: true, prometheus: true, brokerInfo: true, nodeStats: true, metrics: true, stats: true, metricsV2: true,
-  statsV2: true, alarms: true, listeners: true, health: true, clientLoad: true
+  statsV2: true, alarms: true, alarmHistory: true, listeners: true, health: true, clientLoad: true
 }
 
 const ACTIONS: Record<keyof BrokerActions, true> = { publish: true, subscribe: true, unsubscribe: true, kick: true }

@@ -84,10 +84,11 @@ export function pluginOperations ({ parts }: OperationContext): PluginOperations
       const settings: Record<string, string> = {}
       for (const line of lines) settings[line.key] = line.value
       const namespace = await refusing(async () => await plugins.module(name))
-      if (typeof namespace.describeSettings === 'function') {
-        return (namespace.describeSettings as (s: Record<string, string>) => PluginSetting[])(settings)
-      }
-      return Object.entries(settings).map(([key, value]) => ({ key, value, desc: '', required: true }))
+      const described = typeof namespace.describeSettings === 'function'
+        ? (namespace.describeSettings as (s: Record<string, string>) => PluginSetting[])(settings)
+        : Object.entries(settings).map(([key, value]) => ({ key, value, desc: '', required: true }))
+      const types = await plugins.settingTypes(name)
+      return described.map((setting) => ({ ...setting, ...types.get(setting.key) }))
     },
     setPluginSettings: async (name, values, { reloadLater = false } = {}) => {
       const plugins = host()

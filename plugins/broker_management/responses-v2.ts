@@ -36,6 +36,9 @@ export const monitoring = req({
 export const listener = req({ protocol: text, listen: text, acceptors: int, max_clients: int, current_clients: int, shutdown_count: shutdownCount })
 
 /** §6: `mqtt.broker.sys_interval` as seconds */
+/** §2.15 exactly (v3 adds the key's type) */
+export const pluginSetting = req({ key: text, value: text, desc: text, required: Joi.boolean() })
+
 export const config = req({ key: text, value: Joi.alternatives().try(text, int), datatpye: text, app: text, kind: Joi.string().valid('live', 'restart', 'fixed') })
 
 export { counters }

@@ -69,13 +69,16 @@ export const listener = req({ protocol: text, listen_on: text, acceptors: int, m
 /** §2.14 (`datatpye` as SPEC spells it) */
 export const config = req({ key: text, value: text, datatpye: text, app: text, kind: Joi.string().valid('live', 'restart', 'fixed') })
 /** §2.15 */
-export const pluginSetting = req({ key: text, value: text, desc: text, required: Joi.boolean() })
+export const pluginSetting = req({ key: text, value: text, desc: text, required: Joi.boolean() }).keys({ datatype: Joi.string(), values: Joi.array().items(Joi.string()) })
 
 /** §2.11, §2.12: name → count (a list's entry adds its `node`) */
 export const counters = Joi.object().pattern(/^(?!node$)/, int)
 
 /** §2.18 */
 export const alarm = req({ id: text, desc: req({ severity: Joi.string().valid('notice', 'warning', 'error', 'critical'), title: text, summary: text, timestamp: specTime }) })
+
+/** §2.18, cleared: the history adds `clear_at` to the record's desc (EMQ X's later present/history split) */
+export const clearedAlarm = req({ id: text, desc: req({ severity: Joi.string().valid('notice', 'warning', 'error', 'critical'), title: text, summary: text, timestamp: specTime, clear_at: specTime }) })
 
 /** a drain's progress (issue 10) */
 export const drain = req({

@@ -4,7 +4,7 @@
 // rows with no v3 counterpart (v2 metrics and statistics, plugin on/off by
 // `{active}`) have handlers of their own, and those call the node's operations.
 import Joi from 'joi'
-import type { BrokerInfo, ListenerRecord } from './presenters/facts.js'
+import type { BrokerInfo, ListenerRecord, PluginSetting } from './presenters/facts.js'
 import * as R from './responses.js'
 import * as V2 from './responses-v2.js'
 import { clientV2, configV2, listenerV2, monitoringV2, nodeInfoV2, sessionV2, subscriptionV2 } from './presenters/records-v2.js'
@@ -163,7 +163,7 @@ export const routesV2: readonly Route[] = Object.freeze([
   from('GET /nodes/:node/configs', v3('get_all_configs', '/nodes/:node/configs/'), { result: each(configV2), response: Joi.array().items(V2.config) }),
   from('PUT /configs/:app', v3('update_config')),
   from('PUT /nodes/:node/configs/:app', v3('update_node_config')),
-  from('GET /nodes/:node/plugin_configs/:plugin', v3('get_plugin_configs'), { result: same }),
+  from('GET /nodes/:node/plugin_configs/:plugin', v3('get_plugin_configs'), { result: each<PluginSetting>(({ key, value, desc, required }) => ({ key, value, desc, required })), response: Joi.array().items(V2.pluginSetting) }),
   from('PUT /nodes/:node/plugin_configs/:plugin', v3('update_plugin_configs')),
 
   // --- administrator users (§2.17, §5.1) ---

@@ -503,6 +503,16 @@ export const routes: readonly Route[] = Object.freeze([
     response: Joi.array().items(R.alarm),
     handler: async ({ params }, { node }) => await onNode(node, params.node, 'alarms')
   },
+  {
+    method: 'GET', path: '/alarms/history/', name: 'get_all_alarm_history', role: 'viewer', descr: 'Get the cleared alarms of all nodes in the cluster (the newest 1000 of each node)',
+    response: R.byNode('alarms', Joi.array().items(R.clearedAlarm)),
+    handler: async (_req, { node }) => await byNode(node, 'alarmHistory', 'alarms')
+  },
+  {
+    method: 'GET', path: '/alarms/history/:node', name: 'get_alarm_history', role: 'viewer', descr: 'Get the cleared alarms of a node (the newest 1000), oldest first',
+    response: Joi.array().items(R.clearedAlarm),
+    handler: async ({ params }, { node }) => await onNode(node, params.node, 'alarmHistory')
+  },
 
   // --- banned (§2.16) ---
   {

@@ -12,7 +12,8 @@ const PRESENTERS: Partial<Record<RemoteMethod, (value: unknown) => unknown>> = {
   sessions: each<SessionFacts>(sessionRecord),
   session: each<SessionFacts>(sessionRecord),
   configs: each<ConfigFacts>(configRecord),
-  alarms: each<Alarm>(alarmRecord)
+  alarms: each<Alarm>(alarmRecord),
+  alarmHistory: each<Alarm>(alarmRecord)
 }
 
 /** One node's answer to `method` as the v3 API shows it (an answer with no presenter is shown as it is). */

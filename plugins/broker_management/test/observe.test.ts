@@ -64,4 +64,9 @@ t.test('alarms: empty when none; a raised alarm is listed in the EMQ X record fo
   alarms.clear('test_alarm')
   t.same((await api.call('GET', `/alarms/${node}`)).body, [])
   t.match(await api.call('GET', '/alarms/other@host'), { status: 404 })
+
+  const history = (await api.call('GET', `/alarms/history/${node}`)).body as Array<{ id: string, desc: Record<string, string> }>
+  t.match(history.at(-1), { id: 'test_alarm', desc: { ...listed[0].desc, clear_at: /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/ } }, 'the cleared alarm is the newest of the history, with when it was cleared')
+  t.same((await api.call('GET', '/alarms/history/')).body, [{ node, alarms: history }])
+  t.match(await api.call('GET', '/alarms/history/other@host'), { status: 404 })
 })

@@ -30,11 +30,13 @@ async function greetingTo (filter: string, clientId: string): Promise<string> {
 }
 
 t.test('GET: the keys of the conf file (required), or the module\'s describeSettings', async (t) => {
-  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: 'greetings', desc: '', required: true }])
+  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: 'greetings', desc: '', required: true, datatype: 'string' }])
   const http = (await api.call('GET', `/nodes/${node}/plugin_configs/broker_auth_http`)).body as Array<Record<string, unknown>>
   t.ok(http.length >= 9)
   t.match(http.find((i) => i.key === 'auth.http.auth_req'), { key: 'auth.http.auth_req', value: String, desc: /authentication/, required: false })
-  for (const item of http) t.same(Object.keys(item).sort(), ['desc', 'key', 'required', 'value'])
+  // §2.15's four fields, and (v3) the key's type from the plugin's schema; an enum with its values
+  for (const item of http) t.same(Object.keys(item).filter((k) => k !== 'values').sort(), ['datatype', 'desc', 'key', 'required', 'value'])
+  t.match(http.find((i) => i.key === 'auth.http.auth_req.method'), { datatype: 'enum', values: ['get', 'post'] })
   t.match(await api.call('GET', `/nodes/${node}/plugin_configs/broker_nothing`), { status: 404 })
   t.match(await api.call('GET', '/nodes/other@host/plugin_configs/broker_plugin_template'), { status: 404 })
 })
@@ -57,7 +59,7 @@ t.test('PUT: the value goes to data/plugins/, etc/ keeps what the operator wrote
   t.equal(res.body, 'ok')
   t.equal(await readFile(confFile, 'utf8'), operator)
   t.equal(await readFile(overrideFile, 'utf8'), HEADER + 'template.greeting_topic = hello/there\n')
-  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: 'hello/there', desc: '', required: true }])
+  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: 'hello/there', desc: '', required: true, datatype: 'string' }])
   t.equal(await greetingTo('hello/there/+', 'newcomer'), 'hello/there/newcomer')
   const plugins = (await api.call('GET', `/nodes/${node}/plugins/`)).body as Array<{ name: string, active: boolean }>
   t.equal(plugins.find((p) => p.name === 'broker_plugin_template')?.active, true)
@@ -72,7 +74,7 @@ t.test('PUT: a key missing from etc/ is set in data/plugins/; GET shows it', asy
   t.equal((await api.call('PUT', path, { body: { 'template.greeting_topic': 'added' } })).body, 'ok')
   t.equal(await readFile(confFile, 'utf8'), '# nothing set\n')
   t.equal(await readFile(overrideFile, 'utf8'), HEADER + 'template.greeting_topic = added\n')
-  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: 'added', desc: '', required: true }])
+  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: 'added', desc: '', required: true, datatype: 'string' }])
   t.equal(await greetingTo('added/+', 'appended'), 'added/appended')
   await rm(overrideFile)
 })
@@ -92,7 +94,7 @@ t.test('PUT: values a conf line must quote round-trip; values it cannot hold are
   await writeFile(confFile, 'template.greeting_topic = greetings\n')
   t.equal((await api.call('PUT', path, { body: { 'template.greeting_topic': ' spaced out ' } })).body, 'ok')
   t.equal(await readFile(overrideFile, 'utf8'), HEADER + 'template.greeting_topic = " spaced out "\n')
-  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: ' spaced out ', desc: '', required: true }])
+  t.same((await api.call('GET', path)).body, [{ key: 'template.greeting_topic', value: ' spaced out ', desc: '', required: true, datatype: 'string' }])
   t.match(await api.call('PUT', path, { body: { 'template.greeting_topic': 'line\nbreak' } }), { status: 400, body: { code: 108 } })
   t.match(await api.call('PUT', path, { body: { 'bad key': 'x' } }), { status: 400, body: { code: 108 } })
   t.equal(await readFile(overrideFile, 'utf8'), HEADER + 'template.greeting_topic = " spaced out "\n')

@@ -65,7 +65,8 @@ export interface RouteRecord { topic: string, node: string, error?: string, mess
 
 export interface PluginRecord { name: string, version: string, description: string, active: boolean }
 
-export interface PluginSetting { key: string, value: string, desc: string, required: boolean, datatype?: string, type?: string, default?: string }
+/** GET plugin_configs: `datatype` (and an enum's `values`) from the plugin's schema, when it names the key */
+export interface PluginSetting { key: string, value: string, desc: string, required: boolean, datatype?: string, values?: string[] }
 
 export interface ListenerRecord {
   protocol: string

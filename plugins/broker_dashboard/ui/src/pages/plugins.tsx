@@ -44,12 +44,14 @@ export function Plugins (): JSX.Element {
   )
 }
 
-/** The input type for a setting, from the type the API names (when it names one). */
-function inputFor (setting: PluginSetting): 'boolean' | 'number' | 'text' {
-  const type = (setting.datatype ?? setting.type ?? '').toLowerCase()
-  if (type.startsWith('bool') || type === 'flag') return 'boolean'
-  if (type.startsWith('int') || type === 'number' || type === 'float') return 'number'
-  return 'text'
+/** The input for a setting, from the type the API gives (the plugin's schema); a key it gives none for is text. */
+function inputFor (setting: PluginSetting): 'boolean' | 'number' | 'enum' | 'text' {
+  switch (setting.datatype) {
+    case 'boolean': return 'boolean'
+    case 'integer': case 'number': return 'number'
+    case 'enum': return setting.values !== undefined ? 'enum' : 'text'
+    default: return 'text'
+  }
 }
 
 function PluginSettings ({ node, plugin, onSaved, onClose }: { node: string, plugin: string, onSaved: () => Promise<void>, onClose: () => void }): JSX.Element {
@@ -83,10 +85,12 @@ function PluginSettings ({ node, plugin, onSaved, onClose }: { node: string, plu
           return (
             <div class="field" key={s.key}>
               <label for={id}>{s.key}{s.required ? ' *' : ''}</label>
-              {kind === 'boolean'
+              {kind === 'enum'
+                ? <select id={id} value={value} onChange={(e) => change(s.key, (e.target as HTMLSelectElement).value)}>{[...new Set([value, ...(s.values ?? [])])].map((v) => <option key={v} value={v}>{v === '' ? '(empty)' : v}</option>)}</select>
+                : kind === 'boolean'
                 ? <select id={id} value={value} onChange={(e) => change(s.key, (e.target as HTMLSelectElement).value)}><option value="true">true</option><option value="false">false</option><option value="on">on</option><option value="off">off</option></select>
                 : kind === 'number'
-                  ? <input id={id} type="number" value={value} onInput={(e) => change(s.key, (e.target as HTMLInputElement).value)} />
+                  ? <input id={id} type="number" step={s.datatype === 'integer' ? 1 : 'any'} value={value} onInput={(e) => change(s.key, (e.target as HTMLInputElement).value)} />
                   : <input id={id} type="text" value={value} onInput={(e) => change(s.key, (e.target as HTMLInputElement).value)} />}
               {s.desc !== '' && <small class="muted">{s.desc}</small>}
             </div>
