@@ -77,8 +77,8 @@ t.test('SIGHUP reloads while a client stays connected; a second SIGTERM is ignor
   t.equal(await servedFingerprint(tlsPort), await fingerprint(join(dir, 'new-cert.pem')), 'a new TLS connection gets the new certificate')
   const debugFrom = broker.lines.length
   const later = await connect(`mqtt://127.0.0.1:${port}`, { clientId: 'later' })
-  const connected = JSON.parse(await broker.line('"client connected"', debugFrom)) as { level: number, clientId: string }
-  t.same([connected.level, connected.clientId], [20, 'later'], 'debug lines are logged now')
+  const connected = JSON.parse(await broker.line('"client connected"', debugFrom)) as { level: string, clientId: string }
+  t.same([connected.level, connected.clientId], ['debug', 'later'], 'debug lines are logged now')
   t.ok(stays.connected, 'the client connected before the reload is still connected')
   t.equal(closes, 0, 'and its connection never closed')
   await closeAll(later)
