@@ -12,6 +12,7 @@ import type { HookHandlers, HookName, PublishProperties } from '../hooks/types.j
 import type { Logger } from '../log.js'
 import type { CtlCommand } from '../ctl/command.js'
 import type { BrokerActions as OperationActions, CodeReplaced, ListenerRecord, NodeOperations, NodeQueries as OperationQueries, PluginRecord } from '../service/operations.js'
+import { datatypeMeta, type Described } from './setting-types.js'
 
 /** Durable key → string storage of one plugin, kept in the node's store. */
 export interface PluginStore {
@@ -339,11 +340,11 @@ export function definePlugin<C> (plugin: BrokerPlugin<C>): BrokerPlugin<C> {
  * `bytesize`). `PUT /configs/<plugin>` changes them as the plugin's settings API does.
  */
 export function configItemKeys (schema: Joi.ObjectSchema): Map<string, string> {
-  const keys = (schema.describe().keys ?? {}) as Record<string, { metas?: Array<{ datatype?: unknown }> }>
+  const keys = (schema.describe().keys ?? {}) as Record<string, Described>
   const items = new Map<string, string>()
   for (const [key, described] of Object.entries(keys)) {
-    const datatype = described.metas?.find((m) => typeof m.datatype === 'string')?.datatype
-    if (typeof datatype === 'string') items.set(key, datatype)
+    const datatype = datatypeMeta(described)
+    if (datatype !== undefined) items.set(key, datatype)
   }
   return items
 }

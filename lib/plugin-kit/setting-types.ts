@@ -10,7 +10,8 @@ export interface SettingType {
   values?: string[]
 }
 
-interface Described {
+/** What joi's `describe()` says of one key, as far as the settings' types need. */
+export interface Described {
   type?: string
   flags?: { only?: boolean }
   allow?: unknown[]
@@ -18,10 +19,16 @@ interface Described {
   metas?: Array<{ datatype?: unknown }>
 }
 
+/** The key's own `.meta({ datatype })` label (§2.14's words), when it has one. */
+export function datatypeMeta (d: Described): string | undefined {
+  const datatype = d.metas?.find((m) => typeof m.datatype === 'string')?.datatype
+  return typeof datatype === 'string' ? datatype : undefined
+}
+
 function typeOf (d: Described): SettingType {
   const values = d.flags?.only === true && d.allow !== undefined ? d.allow.map(String) : undefined
-  const meta = d.metas?.find((m) => typeof m.datatype === 'string')?.datatype
-  const datatype = typeof meta === 'string'
+  const meta = datatypeMeta(d)
+  const datatype = meta !== undefined
     ? meta
     : values !== undefined ? 'enum' : d.type === 'number' ? (d.rules?.some((r) => r.name === 'integer') === true ? 'integer' : 'number') : d.type === 'boolean' ? 'boolean' : 'string'
   return values === undefined ? { datatype } : { datatype, values }

@@ -12,8 +12,8 @@ import type { CommandRegistry } from '../ctl/registry.js'
 import type { Config } from '../config/store.js'
 import type { Logger } from '../log.js'
 import type { ListenerRecord, NodeOperations } from '../service/operations.js'
-import { configItemKeys, type BrokerPlugin, type PluginAlarm, type PluginCode, type PluginStore, type PublishRequest } from '../plugin-kit/contract.js'
-import { settingTypes, type SettingType } from '../plugin-kit/setting-types.js'
+import type Joi from 'joi'
+import type { BrokerPlugin, PluginAlarm, PluginCode, PluginStore, PublishRequest } from '../plugin-kit/contract.js'
 import { HOLDABLE_HOOKS, type HookRegistry } from '../hooks/registry.js'
 import type { RetainedMessages } from '../engine/retained.js'
 import { PluginLoad } from './context.js'
@@ -341,14 +341,9 @@ export class PluginHost {
     return items
   }
 
-  /** A plugin's keys shown in the configuration API, with their datatypes. */
-  async configItemKeys (name: string): Promise<Map<string, string>> {
-    return configItemKeys((await this.#module(name)).schema)
-  }
-
-  /** The type of each key the plugin's schema names, for settings editors. */
-  async settingTypes (name: string): Promise<Map<string, SettingType>> {
-    return settingTypes((await this.#module(name)).schema)
+  /** The plugin's settings schema (its configuration items, its keys' types), imported if not loaded. */
+  async schema (name: string): Promise<Joi.ObjectSchema> {
+    return (await this.#module(name)).schema as Joi.ObjectSchema
   }
 
   /** The plugin module's exports (for plugins that offer an API, e.g. broker_auth_username's `addUser`). */

@@ -3,6 +3,7 @@
 import { clientState } from '../access/client-state.js'
 import { changeSetting, OverrideWriteError } from '../config/overrides.js'
 import { canonicalKey } from '../config/schema.js'
+import { configItemKeys } from '../plugin-kit/contract.js'
 import type { OperationContext } from './context.js'
 import type { ConfigFacts } from './facts.js'
 import type { PluginOperations } from './plugin-operations.js'
@@ -35,7 +36,7 @@ export function configOperations (context: OperationContext, plugins: Pick<Plugi
   /** a plugin's setting shown as a config item: changed through the plugin's settings */
   const setPluginItem = async (app: string, key: string, value: string): Promise<void> => {
     const host = context.parts.plugins()
-    const keys = host === undefined ? undefined : await host.configItemKeys(app).catch(() => undefined)
+    const keys = host === undefined ? undefined : await host.schema(app).then(configItemKeys, () => undefined)
     if (keys?.has(key) !== true) throw new ServiceError('not_found', `no setting ${key} in ${app}`)
     await plugins.setPluginSettings(app, { [key]: value })
   }

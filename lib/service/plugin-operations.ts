@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises'
 import { parseConfigText } from '../config/parse.js'
 import { RouteError, type BrokerPlugin } from '../plugin-kit/contract.js'
+import { settingTypes } from '../plugin-kit/setting-types.js'
 import type { CodeReplaced, PluginHost, PluginRecord } from '../plugins/host.js'
 import { overrideText, readPluginConfig, readPluginConfigLines, removeConfigKeys, resetToDefaults, validatePluginConfig, writeOverrideFile } from '../plugins/plugin-config.js'
 import type { OperationContext } from './context.js'
@@ -87,7 +88,7 @@ export function pluginOperations ({ parts }: OperationContext): PluginOperations
       const described = typeof namespace.describeSettings === 'function'
         ? (namespace.describeSettings as (s: Record<string, string>) => PluginSetting[])(settings)
         : Object.entries(settings).map(([key, value]) => ({ key, value, desc: '', required: true }))
-      const types = await plugins.settingTypes(name)
+      const types = settingTypes(await plugins.schema(name))
       return described.map((setting) => ({ ...setting, ...types.get(setting.key) }))
     },
     setPluginSettings: async (name, values, { reloadLater = false } = {}) => {

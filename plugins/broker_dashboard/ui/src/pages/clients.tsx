@@ -4,7 +4,8 @@
 import type { JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import { enc, v3, type Page } from '../api.js'
-import { Action, ErrorLine, Field, PageHead, Pager, Table } from '../components/ui.js'
+import { ListingFrame } from '../components/listing-frame.js'
+import { Action, ErrorLine, Field, Table } from '../components/ui.js'
 import { useLoad, useScrolledTo } from '../hooks.js'
 import { anyHolds, useListing } from '../listing.js'
 import { scoped, useSession } from '../session.js'
@@ -16,30 +17,26 @@ export function Clients (): JSX.Element {
   const [open, setOpen] = useState<string | undefined>(undefined)
   return (
     <section>
-      <PageHead title="Clients">
-        <Field label="Search" type="search" placeholder="client id, user name or address" value={list.search} onInput={list.setSearch} />
-        <Action label="Refresh" busy="Refreshing…" run={list.reload} />
-      </PageHead>
-      <ErrorLine message={list.error} />
-      <Table<ConnectionRecord>
-        label="Clients" empty={list.search === '' ? 'No client is connected' : 'No client matches the search'} rows={list.data?.items}
-        rowKey={(c) => `${c.node}/${c.client_id ?? c.error}`}
-        columns={[
-          { title: 'Client id', render: (c) => c.error !== undefined ? <span class="bad">{c.node}: {c.message}</span> : <button type="button" class="link" aria-expanded={open === c.client_id} onClick={() => setOpen(open === c.client_id ? undefined : c.client_id)}>{c.client_id}</button> },
-          { title: 'User name', render: (c) => c.username },
-          { title: 'Address', render: (c) => c.ipaddress === undefined ? '' : `${c.ipaddress}:${c.port}` },
-          { title: 'Node', render: (c) => c.node },
-          { title: 'Protocol', render: (c) => c.proto_name === undefined ? '' : `${c.proto_name} ${c.proto_ver}` },
-          { title: 'Connected at', render: (c) => c.connected_at },
-          {
-            title: 'Actions',
-            render: (c) => c.error !== undefined || !session.canChange
-              ? null
-              : <Action label="Kick" busy="Kicking…" kind="danger" confirm={`Disconnect ${c.client_id}?`} run={async () => { await v3.del(`/connections/${enc(c.client_id)}`); if (open === c.client_id) setOpen(undefined); await list.reload() }} />
-          }
-        ]}
-      />
-      {list.data !== undefined && <Pager page={list.page} limit={list.data.meta.limit} count={list.data.meta.count} onPage={list.setPage} />}
+      <ListingFrame title="Clients" placeholder="client id, user name or address" list={list}>
+        <Table<ConnectionRecord>
+          label="Clients" empty={list.search === '' ? 'No client is connected' : 'No client matches the search'} rows={list.data?.items}
+          rowKey={(c) => `${c.node}/${c.client_id ?? c.error}`}
+          columns={[
+            { title: 'Client id', render: (c) => c.error !== undefined ? <span class="bad">{c.node}: {c.message}</span> : <button type="button" class="link" aria-expanded={open === c.client_id} onClick={() => setOpen(open === c.client_id ? undefined : c.client_id)}>{c.client_id}</button> },
+            { title: 'User name', render: (c) => c.username },
+            { title: 'Address', render: (c) => c.ipaddress === undefined ? '' : `${c.ipaddress}:${c.port}` },
+            { title: 'Node', render: (c) => c.node },
+            { title: 'Protocol', render: (c) => c.proto_name === undefined ? '' : `${c.proto_name} ${c.proto_ver}` },
+            { title: 'Connected at', render: (c) => c.connected_at },
+            {
+              title: 'Actions',
+              render: (c) => c.error !== undefined || !session.canChange
+                ? null
+                : <Action label="Kick" busy="Kicking…" kind="danger" confirm={`Disconnect ${c.client_id}?`} run={async () => { await v3.del(`/connections/${enc(c.client_id)}`); if (open === c.client_id) setOpen(undefined); await list.reload() }} />
+            }
+          ]}
+        />
+      </ListingFrame>
       {open !== undefined && <ClientDetails clientId={open} onClose={() => setOpen(undefined)} />}
     </section>
   )
