@@ -111,7 +111,11 @@ t.test('redis-server restarted mid-run', async (t) => {
     t.equal(conns.status, 200)
     const ids = (conns.body as { items: Array<{ client_id: string }> }).items.map((c) => c.client_id)
     t.ok(ids.includes('rr-live'), 'a client of n3 listed through n2')
-    t.same((await cluster.ctlJson(n1, 'cluster', 'status')).data, { running_nodes: names, stopped_nodes: [] })
+    // a loaded machine may stall a node past its deadline for a moment: what counts is that the status settles
+    const status = async (): Promise<unknown> => (await cluster.ctlJson(n1, 'cluster', 'status')).data
+    const settled = { running_nodes: names, stopped_nodes: [] }
+    await waitFor(async () => JSON.stringify(await status()) === JSON.stringify(settled), 15_000).catch(() => {})
+    t.same(await status(), settled)
   })
 })
 

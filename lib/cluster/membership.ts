@@ -24,7 +24,9 @@ export class Membership extends EventEmitter {
   /** the live members as of the last heartbeat */
   #records: Member[] = []
   #lastBeat = 0
-  readonly #gone = new Set<string>()
+  /** every node seen live in this node's lifetime, and the live ones of the latest read */
+  readonly #seen = new Set<string>()
+  #lastRead = new Set<string>()
   readonly #deadlines: string
   readonly #members: string
 
@@ -65,6 +67,8 @@ export class Membership extends EventEmitter {
       const member = JSON.parse(value) as Member
       members.set(member.node, member)
     }
+    for (const node of members.keys()) this.#seen.add(node)
+    this.#lastRead = new Set(members.keys())
     return [...members.values()].sort((a, b) => a.node.localeCompare(b.node))
   }
 
@@ -83,9 +87,12 @@ export class Membership extends EventEmitter {
     return this.#records
   }
 
-  /** Nodes seen in this node's lifetime that are not live now. */
+  /**
+   * Nodes seen in this node's lifetime that were not live at the latest read
+   * of the members, so that after `await members()` the two lists agree.
+   */
   stopped (): string[] {
-    return [...this.#gone].sort()
+    return [...this.#seen].filter((node) => !this.#lastRead.has(node)).sort()
   }
 
   async #beat (): Promise<void> {
@@ -101,14 +108,10 @@ export class Membership extends EventEmitter {
     this.#records = await this.members()
     const live = new Set(this.live())
     for (const node of live) {
-      if (!before.has(node)) {
-        this.#gone.delete(node)
-        this.logger.info({ peer: node }, 'cluster node joined')
-      }
+      if (!before.has(node)) this.logger.info({ peer: node }, 'cluster node joined')
     }
     for (const node of before) {
       if (!live.has(node)) {
-        this.#gone.add(node)
         this.logger.warn({ peer: node }, 'cluster node left')
         this.emit('nodedown', node)
       }
