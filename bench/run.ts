@@ -8,7 +8,9 @@
 // acl-chain section (allocation of the ACL check with a plugin). See
 // bench/README.md.
 import { readFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { ACL_CHAIN_SECTION, measureAclChain, type AclChainFigures } from './acl-chain.js'
+import { describeDisturbance, disturbancePolicy, sampleDisturbance, watchDisturbance, type Disturbance, type DisturbancePolicy } from './disturbance.js'
 import { CLUSTER_SECTION, QOS_LEVELS, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
 import { GATEWAY_RUNS, GATEWAYS_SECTION, runGatewaysSection, type GatewayResults } from './gateways.js'
 import { MEMORY_SECTION, runMemorySection, type MemoryResults } from './memory.js'
@@ -72,6 +74,43 @@ async function runOnce (scenario: Scenario, kind: ServerKind, base: Omit<Context
     await Promise.all(workers.map(async (w) => await w.close()))
     await server.stop()
   }
+}
+
+class Disturbed extends Error {
+  constructor (readonly disturbance: Disturbance) {
+    super(`refused, disturbed: ${describeDisturbance(disturbance)} (BENCH_MAX_OTHER_CPU)`)
+  }
+}
+
+/** runOnce, again while other processes took more CPU than the policy allows; a run disturbed every time is refused. */
+async function runUndisturbed (scenario: Scenario, kind: ServerKind, base: Omit<Context, 'server' | 'workers'>, policy: DisturbancePolicy): Promise<Figures> {
+  for (let attempt = 0; ; attempt++) {
+    const stop = watchDisturbance()
+    const figures = await runOnce(scenario, kind, base)
+    const disturbance = stop()
+    if (disturbance.otherCores <= policy.maxOtherCores) return figures
+    if (attempt < policy.retries) {
+      process.stderr.write(`disturbed (${describeDisturbance(disturbance)}), again ... `)
+      continue
+    }
+    if (!policy.allow) throw new Disturbed(disturbance)
+    base.note(`${scenario.name} on ${LABELS[kind]} reported although disturbed: ${describeDisturbance(disturbance)}`)
+    return figures
+  }
+}
+
+/** Runs a section; when other processes disturbed it, its figures are refused (null) unless the policy allows them. */
+async function undisturbedSection<T> (name: string, policy: DisturbancePolicy, notes: string[], errors: string[], run: () => Promise<T>): Promise<T | null> {
+  const stop = watchDisturbance()
+  const value = await run()
+  const disturbance = stop()
+  if (disturbance.otherCores <= policy.maxOtherCores) return value
+  if (policy.allow) {
+    notes.push(`${name} reported although disturbed: ${describeDisturbance(disturbance)}`)
+    return value
+  }
+  errors.push(`${name}: ${new Disturbed(disturbance).message}`)
+  return null
 }
 
 function format (value: number | undefined, decimals: number): string {
@@ -199,6 +238,8 @@ async function main (): Promise<number> {
     connections = fdCap
   }
   const base = { seconds, connections, note: (text: string) => notes.push(text) }
+  const policy = disturbancePolicy()
+  const before = await sampleDisturbance(1000)
   const kinds: ServerKind[] = ['bare', 'mosquitto', 'broker']
   if (!onPath('mosquitto')) {
     notes.push('mosquitto is not on PATH: no mosquitto column')
@@ -217,7 +258,7 @@ async function main (): Promise<number> {
       }
       process.stderr.write(`${scenario.name} on ${LABELS[kind]} ... `)
       try {
-        figures[kind] = await runOnce(scenario, kind, base)
+        figures[kind] = await runUndisturbed(scenario, kind, base, policy)
         process.stderr.write(scenario.metrics.map((m) => `${format(figures[kind]?.[m.name], m.decimals)} ${m.name}`).join(', ') + '\n')
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err)
@@ -233,10 +274,11 @@ async function main (): Promise<number> {
     }
   }
 
-  const cluster = runCluster ? await runClusterSection(seconds, base.note, errors) : null
-  const gateways = runGateways ? await runGatewaysSection(seconds, errors) : null
+  const section = async <T>(name: string, run: () => Promise<T>): Promise<T | null> => await undisturbedSection(name, policy, notes, errors, run)
+  const cluster = runCluster ? await section(CLUSTER_SECTION, async () => await runClusterSection(seconds, base.note, errors)) : null
+  const gateways = runGateways ? await section(GATEWAYS_SECTION, async () => await runGatewaysSection(seconds, errors)) : null
   const hookRounds = positiveNumber('BENCH_HOOK_ROUNDS', 3, true)
-  const webHook = runWebHook ? await runWebHookSection(seconds, hookRounds, errors) : null
+  const webHook = runWebHook ? await section(WEB_HOOK_SECTION, async () => await runWebHookSection(seconds, hookRounds, errors)) : null
   let aclChain: AclChainFigures | null = null
   if (runAclChain) {
     process.stderr.write(`${ACL_CHAIN_SECTION} ... `)
@@ -250,9 +292,11 @@ async function main (): Promise<number> {
     }
   }
 
-  const memory = runMemory ? await runMemorySection(connections, errors) : null
+  const memory = runMemory ? await section(MEMORY_SECTION, async () => await runMemorySection(connections, errors)) : null
 
   process.stdout.write(`\nbenchmark: ${seconds} s per scenario and server, ${connections} idle connections, ${WORKERS} client workers\n`)
+  process.stdout.write(`machine: ${policy.cores} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}; before the run ${describeDisturbance(before)}; ` +
+    `a run during which they used more than ${policy.maxOtherCores} cores is retried ${policy.retries} time(s), then refused${policy.allow ? ' (BENCH_ALLOW_DISTURBED=1: reported with a note)' : ''}\n`)
   if (rows.length > 0) {
     process.stdout.write('\n')
     printTable(rows)
@@ -274,7 +318,7 @@ async function main (): Promise<number> {
       bare: orNull(r.bare), mosquitto: orNull(r.mosquitto), broker: orNull(r.broker), ratio: orNull(r.ratio), ratioMosquitto: orNull(r.ratioMosquitto), lowerIsBetter: r.metric.lowerIsBetter
     }
   }
-  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, results, cluster, gateways, webHook, aclChain, memory, notes, errors })}\n`)
+  process.stdout.write(`BENCH_JSON ${JSON.stringify({ seconds, connections, machine: { cores: policy.cores, otherCoresBefore: before.otherCores, maxOtherCores: policy.maxOtherCores }, results, cluster, gateways, webHook, aclChain, memory, notes, errors })}\n`)
   return errors.length === 0 ? 0 : 1
 }
 
