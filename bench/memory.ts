@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { partBytes, PARTS, readSnapshot, type Part } from './heap-parts.js'
 import { Worker } from './pool.js'
-import type { Role } from './protocol.js'
+import { idleRoles, idleWorkerCount } from './idle-split.js'
 import { onPath, ROOT, rssKiB, Server, type ServerKind } from './servers.js'
 
 export const MEMORY_SECTION = 'memory'
@@ -81,12 +81,8 @@ async function emptied (server: Server, dir: string, baseHeap: number, fullHeap:
   }
 }
 
-async function connectIdle (workers: Worker[], port: number, count: number, firstId: number, variant: typeof MEMORY_VARIANTS[number], localAddresses?: string[]): Promise<number> {
-  const half = Math.ceil(count / 2)
-  const roles: Role[] = [
-    { kind: 'idle', connections: half, firstId, keepalive: KEEPALIVE, protocolVersion: variant.protocolVersion, clean: variant.clean, localAddresses },
-    { kind: 'idle', connections: count - half, firstId: firstId + half, keepalive: KEEPALIVE, protocolVersion: variant.protocolVersion, clean: variant.clean, localAddresses }
-  ]
+async function connectIdle (workers: Worker[], port: number, count: number, firstId: number, variant: typeof MEMORY_VARIANTS[number]): Promise<number> {
+  const roles = idleRoles(count, workers.length, firstId, { keepalive: KEEPALIVE, protocolVersion: variant.protocolVersion, clean: variant.clean })
   await Promise.all(workers.map(async (w, i) => {
     w.send({ type: 'setup', port, role: roles[i] })
     await w.next('ready', 30_000)
@@ -97,7 +93,7 @@ async function connectIdle (workers: Worker[], port: number, count: number, firs
 }
 
 /** One server, one variant: the figures of MemoryRun. */
-export async function measureMemory (kind: ServerKind, variant: typeof MEMORY_VARIANTS[number], connections: number, snapshots: boolean, localAddresses?: string[]): Promise<MemoryRun> {
+export async function measureMemory (kind: ServerKind, variant: typeof MEMORY_VARIANTS[number], connections: number, snapshots: boolean): Promise<MemoryRun> {
   const node = kind !== 'mosquitto'
   const dir = node ? mkdtempSync(join(tmpdir(), 'bench-memory-')) : null
   const server = await Server.start(kind, node
@@ -107,13 +103,13 @@ export async function measureMemory (kind: ServerKind, variant: typeof MEMORY_VA
       }
     : {})
   const warm = [new Worker(0), new Worker(1)]
-  const workers = [new Worker(2), new Worker(3)]
+  const workers = Array.from({ length: idleWorkerCount(connections) }, (_, i) => new Worker(2 + i))
   try {
     await Promise.race([connectIdle(warm, server.port, WARMUP_CONNECTIONS, 1_000_000, variant), server.died])
     await Promise.all(warm.map(async (w) => await w.close()))
     await sleep(SETTLE_MS)
     const before = await Promise.race([probe(server, dir, 0), server.died])
-    const connected = await Promise.race([connectIdle(workers, server.port, connections, 0, variant, localAddresses), server.died])
+    const connected = await Promise.race([connectIdle(workers, server.port, connections, 0, variant), server.died])
     if (connected === 0) throw new Error(`${server.label}: no connection was accepted`)
     await sleep(SETTLE_MS)
     const after = await Promise.race([probe(server, dir, 1, snapshots), server.died])

@@ -7,11 +7,11 @@
 // web-hook section (the cost of broker_web_hook posting every message) and the
 // acl-chain section (allocation of the ACL check with a plugin). See
 // bench/README.md.
-import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { ACL_CHAIN_SECTION, measureAclChain, type AclChainFigures } from './acl-chain.js'
 import { describeDisturbance, disturbancePolicy, sampleDisturbance, watchDisturbance, type Disturbance, type DisturbancePolicy } from './disturbance.js'
 import { CLUSTER_SECTION, QOS_LEVELS, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
+import { openFileLimit, rerunWithOpenFiles } from './fd-limit.js'
 import { GATEWAY_RUNS, GATEWAYS_SECTION, runGatewaysSection, type GatewayResults } from './gateways.js'
 import { MEMORY_SECTION, runMemorySection, type MemoryResults } from './memory.js'
 import { PARTS } from './heap-parts.js'
@@ -21,6 +21,8 @@ import { killAllNow, onPath, Server, type ServerKind } from './servers.js'
 import { HOOK_LOADS, HOOK_SETUPS, runWebHookSection, WEB_HOOK_SECTION, type WebHookResults } from './web-hook.js'
 
 const WORKERS = 2
+/** File descriptors a server needs beside its connections */
+const FD_HEADROOM = 200
 const LABELS: Record<ServerKind, string> = { bare: 'bare aedes', mosquitto: 'mosquitto', broker: 'broker' }
 
 type Figures = Record<string, number>
@@ -33,12 +35,6 @@ function positiveNumber (name: string, fallback: number, integer: boolean): numb
     throw new Error(`${name}=${raw}: expected a positive ${integer ? 'integer' : 'number'}`)
   }
   return value
-}
-
-/** Soft RLIMIT_NOFILE of this process, which the servers and workers inherit. */
-function openFileLimit (): number {
-  const match = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
-  return match === null || match[1] === 'unlimited' ? Infinity : Number(match[1])
 }
 
 /** The scenarios of the table and whether the cluster, gateways, web-hook and acl-chain sections run, as BENCH_ONLY says. */
@@ -64,7 +60,8 @@ async function runOnce (scenario: Scenario, kind: ServerKind, base: Omit<Context
   const server = await Server.start(kind)
   const workers: Worker[] = []
   try {
-    for (let i = 0; i < WORKERS; i++) workers.push(new Worker(i))
+    const count = scenario.workers?.(base.connections) ?? WORKERS
+    for (let i = 0; i < count; i++) workers.push(new Worker(i))
     return await Promise.race([scenario.run({ ...base, server, workers }), server.died])
   } catch (err) {
     // Clients notice a dead server before the runner sees it exit: blame the server, not them.
@@ -229,12 +226,14 @@ function printMemory (connections: number, results: MemoryResults): void {
 async function main (): Promise<number> {
   const seconds = positiveNumber('BENCH_SECONDS', 5, false)
   let connections = positiveNumber('BENCH_CONNECTIONS', 2000, true)
+  const rerun = rerunWithOpenFiles(connections + FD_HEADROOM)
+  if (rerun !== null) return rerun
   const { selected, cluster: runCluster, gateways: runGateways, webHook: runWebHook, aclChain: runAclChain, memory: runMemory } = selectScenarios()
   const notes: string[] = []
   // The server holds every idle connection: keep headroom for its own files.
-  const fdCap = openFileLimit() - 200
+  const fdCap = openFileLimit() - FD_HEADROOM
   if (connections > fdCap) {
-    notes.push(`BENCH_CONNECTIONS lowered from ${connections} to ${fdCap}: ulimit -n is ${fdCap + 200}`)
+    notes.push(`BENCH_CONNECTIONS lowered from ${connections} to ${fdCap}: ulimit -n is ${fdCap + FD_HEADROOM} and prlimit could not raise it`)
     connections = fdCap
   }
   const base = { seconds, connections, note: (text: string) => notes.push(text) }

@@ -1,6 +1,7 @@
 // The scenarios: which worker plays which role, and how the workers'
 // counts become the reported figures. Each run gets a fresh server and two
 // fresh workers (see run.ts).
+import { idleRoles, idleWorkerCount } from './idle-split.js'
 import type { Worker } from './pool.js'
 import type { Role, WorkerResult } from './protocol.js'
 import { rssKiB, type Server, type ServerKind } from './servers.js'
@@ -27,10 +28,13 @@ export interface Scenario {
   /** servers it does not run on, and why (printed as a note) */
   skip?: Partial<Record<ServerKind, string>>
   run: (ctx: Context) => Promise<Record<string, number>>
+  /** client workers it needs (default two) */
+  workers?: (connections: number) => number
 }
 
 const SETUP_TIMEOUT_MS = 30_000
 const RESULT_SLACK_MS = 30_000
+/** idle-connections: the connects may take this long, and 5 ms more per connection (a loaded machine, 100 000 connections) */
 const CONNECT_TIMEOUT_MS = 120_000
 const SETTLE_MS = 1000
 const SUBSCRIBE_FILTERS = 10_000
@@ -125,17 +129,14 @@ export const scenarios: Scenario[] = [
   },
   {
     name: 'idle-connections',
+    workers: idleWorkerCount,
     metrics: [rate('connack/s'), { name: 'RSS MiB empty', decimals: 1, lowerIsBetter: true }, { name: 'RSS KiB/conn', decimals: 1, lowerIsBetter: true }],
     run: async (ctx) => {
-      const half = Math.ceil(ctx.connections / 2)
-      await setupAll(ctx, [
-        { kind: 'idle', connections: half, firstId: 0, keepalive: 600 },
-        { kind: 'idle', connections: ctx.connections - half, firstId: half, keepalive: 600 }
-      ])
+      await setupAll(ctx, idleRoles(ctx.connections, ctx.workers.length, 0, { keepalive: 600 }))
       await sleep(SETTLE_MS)
       const before = rssKiB(ctx.server.pid)
       for (const w of ctx.workers) w.send({ type: 'go', warmupMs: 0, measureMs: 0 })
-      const results = (await Promise.all(ctx.workers.map(async (w) => await w.next('result', CONNECT_TIMEOUT_MS)))).map((r) => r.result)
+      const results = (await Promise.all(ctx.workers.map(async (w) => await w.next('result', CONNECT_TIMEOUT_MS + 5 * ctx.connections)))).map((r) => r.result)
       const connected = results.reduce((n, r) => n + (r.connected ?? 0), 0)
       const failed = results.reduce((n, r) => n + (r.failed ?? 0), 0)
       if (failed > 0) ctx.note(`idle-connections on ${ctx.server.label}: ${failed} of ${ctx.connections} connections got no CONNACK`)

@@ -11,6 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describeDisturbance, disturbancePolicy, watchDisturbance } from './disturbance.js'
+import { rerunWithOpenFiles } from './fd-limit.js'
 import { plot } from './plot.js'
 import { killAllNow, ROOT, Server, track } from './servers.js'
 import type { FromSoakWorker, SoakCounts, SoakRole, ToSoakWorker } from './soak-worker.js'
@@ -91,6 +92,8 @@ async function main (): Promise<number> {
   const warmup = setting('SOAK_WARMUP_SECONDS', Math.min(120, seconds / 5))
   const policy = disturbancePolicy()
   const pairs = Math.floor(clients / 2)
+  const rerun = rerunWithOpenFiles(clients + 200)
+  if (rerun !== null) return rerun
   const resultsDir = join(ROOT, 'bench', 'results')
   mkdirSync(resultsDir, { recursive: true })
   const probeFile = join(resultsDir, `.soak-probe-${process.pid}.jsonl`)
