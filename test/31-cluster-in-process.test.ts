@@ -2,12 +2,13 @@
 // behaviour test/28–30 check on node processes, here where the coverage sees
 // the cluster code (membership, RPC, cluster-wide operations, takeover,
 // timer ownership, shared subscriptions, a node leaving).
-import type { IDisconnectPacket } from 'mqtt-packet'
+import type { IDisconnectPacket, IPublishPacket } from 'mqtt-packet'
 import t from 'tap'
 import { onHolder } from '../lib/cluster/cluster.js'
 import { startBroker, type TestBroker } from './helpers/broker.js'
 import { waitFor } from './helpers/cluster.js'
 import { closeAll, connect, nextMessages, noMessageWithin, waitEvent } from './helpers/mqtt.js'
+import { RawClient } from './helpers/raw-client.js'
 import { startRedis } from './helpers/servers/redis.js'
 
 const redis = await startRedis()
@@ -132,4 +133,27 @@ t.test('a node that stops leaves the cluster; calls to it fail at once', async (
   await waitFor(async () => !(await A.cluster.nodes()).includes('c@127.0.0.1'), 10_000, 'c left')
   await waitFor(() => A.cluster.stopped().includes('c@127.0.0.1'), 5000, 'c listed as stopped')
   t.match(await failure(A.cluster.on('c@127.0.0.1', 'connections')), { kind: 'badrpc' })
+})
+
+t.test('a clean start on another node clears the session\'s inbound QoS 2 state in Redis (GHSA-p8r9-qf8w-p73r, aedes-persistence-redis 12)', async (t) => {
+  const sub = await connect(url(a), { clientId: 'qos2-sub' })
+  t.teardown(async () => await closeAll(sub))
+  await sub.subscribeAsync('qos2/clean', { qos: 2 })
+  const publish = (client: RawClient, payload: string): void => {
+    client.send({ cmd: 'publish', topic: 'qos2/clean', payload, qos: 2, messageId: 7, retain: false, dup: false } as IPublishPacket)
+  }
+  const first = await RawClient.open(a.port(), 4)
+  await first.connect({ clientId: 'qos2-client', clean: false })
+  let got = nextMessages(sub, 1)
+  publish(first, 'first')
+  await first.next('pubrec')
+  t.equal((await got)[0].payload, 'first')
+  first.end() // never sends PUBREL: the id stays in the session's inbound state
+  const second = await RawClient.open(b.port(), 4)
+  t.teardown(() => second.end())
+  await second.connect({ clientId: 'qos2-client', clean: true })
+  got = nextMessages(sub, 1)
+  publish(second, 'second')
+  await second.next('pubrec')
+  t.equal((await got)[0].payload, 'second', 'the reused id is a new message, not taken for a duplicate')
 })

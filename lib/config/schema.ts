@@ -4,7 +4,7 @@
 // etc/broker.conf documents each key for users; this table is what the code
 // trusts. Keys follow EMQ X 3.x names (SPEC §8, §2.14).
 import { listenerSchema, listenerSetting } from './listener-settings.js'
-import { bytesize, choice, duration, fixed, flag, integer, restart, string, type Setting } from './types.js'
+import { bytesize, choice, duration, fixed, flag, integer, restart, string, syntax, type Setting } from './types.js'
 
 const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const
 
@@ -138,11 +138,13 @@ function percent (def: string): Setting<number> {
     kind: 'live',
     default: def,
     app: 'broker',
-    parse (raw) {
-      const m = /^(\d+(?:\.\d+)?)\s*%?$/.exec(raw)
-      if (!m || Number(m[1]) > 100) throw new Error(`"${raw}" is not a percentage (0%..100%)`)
-      return Number(m[1])
-    }
+    schema: syntax(parsePercent)
   }
+}
+
+function parsePercent (raw: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*%?$/.exec(raw)
+  if (!m || Number(m[1]) > 100) throw new Error(`"${raw}" is not a percentage (0%..100%)`)
+  return Number(m[1])
 }
 // --- end observability (issue 5) ---

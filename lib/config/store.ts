@@ -7,6 +7,7 @@ import type { ConfigOverrides } from './overrides.js'
 import { LISTENER_TYPES, listenerKeyParts, listenerPrefix, listenerSchema, unknownListenerKey, type ListenerType } from './listener-settings.js'
 import { canonicalKey, movedSetting, schema, settingOf, type AnyKey, type Canonical, type SettingValue } from './schema.js'
 import type { SettingKind } from './types.js'
+import { validateValue } from './validation.js'
 
 /** `key`: a schema key or a key of a listener named in the configuration (`listener.tcp.internal…`). */
 export interface ConfigItem { key: string, value: string, datatype: string, app: string, kind: SettingKind, origin: string }
@@ -68,7 +69,7 @@ export class Config extends EventEmitter {
     const setting = settingOf(canonicalKey(key))
     if (setting === undefined) throw new ConfigError(origin, `${key}: ${unknownListenerKey(key) ?? movedSetting(key) ?? 'unknown setting'}`)
     try {
-      return setting.parse(value)
+      return validateValue(setting.schema, value)
     } catch (err) {
       throw new ConfigError(origin, `${key}: ${(err as Error).message}`)
     }

@@ -1,6 +1,9 @@
-// Value types of configuration settings. Each converter takes the raw text and
-// returns the typed value or throws an Error whose message says why; the
-// caller prefixes it with `file:line: key:`.
+// Value types of configuration settings, each a joi schema (the one validator
+// of the core and the plugins' confs, validation.ts): joi's own types where
+// they fit (integers, text, enums, switches), joi custom types for EMQ X's
+// value syntaxes (durations, sizes, listen addresses, rates). A refused value
+// says why in validation.ts's words; the caller prefixes `file:line: key:`.
+import Joi from 'joi'
 
 export type Datatype = 'string' | 'integer' | 'enum' | 'duration' | 'integer, duration' | 'bytesize'
 
@@ -16,14 +19,18 @@ export interface Setting<T> {
   datatype: Datatype
   kind: SettingKind
   default: string
-  parse: (raw: string) => T
+  /** converts the conf text to the value (validation.ts validates with it) */
+  schema: Joi.Schema<T>
   /** the application that owns the item (§2.14 `app`) */
   app: string
 }
 
 export interface ListenAddress { host: string, port: number }
 
-const INTEGER = /^-?\d+$/
+/** A joi custom type for one of EMQ X's value syntaxes: `parse` takes the conf text, returns the value or throws why. */
+export function syntax<T> (parse: (raw: string) => T): Joi.AnySchema<T> {
+  return Joi.any().custom((raw: unknown) => parse(String(raw)))
+}
 
 export function integer (def: number, min = 0, max = Number.MAX_SAFE_INTEGER, app = 'broker'): Setting<number> {
   return {
@@ -31,17 +38,12 @@ export function integer (def: number, min = 0, max = Number.MAX_SAFE_INTEGER, ap
     kind: 'live',
     default: String(def),
     app,
-    parse (raw) {
-      if (!INTEGER.test(raw)) throw new Error(`"${raw}" is not an integer`)
-      const n = Number(raw)
-      if (n < min || n > max) throw new Error(`${n} is out of range ${min}..${max}`)
-      return n
-    }
+    schema: Joi.number().integer().min(min).max(max)
   }
 }
 
 export function string (def: string, app = 'broker'): Setting<string> {
-  return { datatype: 'string', kind: 'live', default: def, app, parse: (raw) => raw }
+  return { datatype: 'string', kind: 'live', default: def, app, schema: Joi.string().allow('') }
 }
 
 export function choice<const C extends readonly string[]> (choices: C, def: C[number], app = 'broker'): Setting<C[number]> {
@@ -50,16 +52,10 @@ export function choice<const C extends readonly string[]> (choices: C, def: C[nu
     kind: 'live',
     default: def,
     app,
-    parse (raw) {
-      const found = choices.find((c) => c === raw)
-      if (found === undefined) throw new Error(`"${raw}" is not one of ${choices.join(' | ')}`)
-      return found
-    }
+    schema: Joi.string().valid(...choices)
   }
 }
 
-const TRUE = new Set(['true', 'on', 'yes', 'enable'])
-const FALSE = new Set(['false', 'off', 'no', 'disable'])
 
 export function flag (def: boolean, app = 'broker'): Setting<boolean> {
   return {
@@ -67,11 +63,7 @@ export function flag (def: boolean, app = 'broker'): Setting<boolean> {
     kind: 'live',
     default: def ? 'true' : 'false',
     app,
-    parse (raw) {
-      if (TRUE.has(raw)) return true
-      if (FALSE.has(raw)) return false
-      throw new Error(`"${raw}" is not a switch (true | false | on | off)`)
-    }
+    schema: Joi.boolean().truthy('on', 'yes', 'enable').falsy('off', 'no', 'disable')
   }
 }
 
@@ -86,7 +78,7 @@ export function parseDuration (raw: string): number {
 
 /** `datatype`: the §2.14 label, `integer, duration` for a setting EMQ X lists that way. */
 export function duration (def: string, app = 'broker', datatype: Extract<Datatype, 'duration' | 'integer, duration'> = 'duration'): Setting<number> {
-  return { datatype, kind: 'live', default: def, app, parse: parseDuration }
+  return { datatype, kind: 'live', default: def, app, schema: syntax(parseDuration) }
 }
 
 const SIZE_UNITS: Record<string, number> = { '': 1, B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }
@@ -99,7 +91,7 @@ export function parseBytesize (raw: string): number {
 }
 
 export function bytesize (def: string, app = 'broker'): Setting<number> {
-  return { datatype: 'bytesize', kind: 'live', default: def, app, parse: parseBytesize }
+  return { datatype: 'bytesize', kind: 'live', default: def, app, schema: syntax(parseBytesize) }
 }
 
 /** `off`, a port (`1883`), or `address:port` (`0.0.0.0:1883`, `[::1]:1883`). */
@@ -109,16 +101,18 @@ export function listenAddress (def: string): Setting<ListenAddress | null> {
     kind: 'live',
     default: def,
     app: 'broker',
-    parse (raw) {
-      if (raw === 'off' || raw === 'false') return null
-      const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:\s]+):)?(\d+)$/.exec(raw)
-      if (!m) throw new Error(`"${raw}" is not a listen address (port, address:port or off)`)
-      const port = Number(m[2])
-      if (port > 65535) throw new Error(`port ${port} is out of range 0..65535`)
-      const host = m[1] === undefined ? '0.0.0.0' : m[1].replace(/^\[|\]$/g, '')
-      return { host, port }
-    }
+    schema: syntax(parseListenAddress)
   }
+}
+
+function parseListenAddress (raw: string): ListenAddress | null {
+  if (raw === 'off' || raw === 'false') return null
+  const m = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:\s]+):)?(\d+)$/.exec(raw)
+  if (!m) throw new Error(`"${raw}" is not a listen address (port, address:port or off)`)
+  const port = Number(m[2])
+  if (port > 65535) throw new Error(`port ${port} is out of range 0..65535`)
+  const host = m[1] === undefined ? '0.0.0.0' : m[1].replace(/^\[|\]$/g, '')
+  return { host, port }
 }
 
 /** Connections per second: `1000` or `1000/s`; 0 means unlimited. */
@@ -128,12 +122,14 @@ export function rate (def: number): Setting<number> {
     kind: 'live',
     default: String(def),
     app: 'broker',
-    parse (raw) {
-      const m = /^(\d+)(?:\/s)?$/.exec(raw)
-      if (!m) throw new Error(`"${raw}" is not a rate (connections per second, e.g. 1000)`)
-      return Number(m[1])
-    }
+    schema: syntax(parseRate)
   }
+}
+
+function parseRate (raw: string): number {
+  const m = /^(\d+)(?:\/s)?$/.exec(raw)
+  if (!m) throw new Error(`"${raw}" is not a rate (connections per second, e.g. 1000)`)
+  return Number(m[1])
 }
 
 /** A setting that takes effect at the next start. */

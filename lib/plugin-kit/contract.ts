@@ -69,6 +69,12 @@ export interface PluginRoute {
   path: string
   /** 'read' routes are open to the viewer role too; default 'write' for anything but GET */
   access?: 'read' | 'write'
+  /** one line saying what the route does, for the OpenAPI document (GET /api/v3/openapi.json) */
+  summary?: string
+  /** joi schemas of the query and the JSON body: a request they refuse is answered 400 (code 107 missing, 108 wrong) before the handler; the handler gets the converted values. The OpenAPI document describes them */
+  validate?: { query?: Joi.ObjectSchema, payload?: Joi.Schema }
+  /** joi schema of the 200 answer's body, for the OpenAPI document */
+  response?: Joi.Schema
   /** answers the body (JSON) of a 200; throw a RouteError for a SPEC §7 failure */
   handler: (request: PluginRouteRequest) => unknown
 }
@@ -95,7 +101,8 @@ export interface Administration {
   readonly node: NodeOperations
   readonly pluginRoutes: {
     match: (method: string, path: string) => PluginRouteMatch | undefined
-    list: () => Array<{ owner: string, method: string, path: string }>
+    /** every route with the plugin that added it (`route`: what it declared, for the OpenAPI document) */
+    list: () => Array<{ owner: string, method: string, path: string, route: PluginRoute }>
   }
   /** what a loaded plugin offers through `ctx.provide` (e.g. broker_management's API for the dashboard), read at each call; undefined while it is not loaded */
   provided: <T extends object>(plugin: string) => T | undefined

@@ -1,13 +1,15 @@
 // Reads etc/plugins/<plugin>.conf with the broker's `key = value` parser, then
 // the settings changed at run time in data/plugins/<plugin>.conf over it, and
-// validates the result with the plugin's Joi schema; an error names the file
-// and line the bad value came from. etc/ is never written: the management API
+// validates the result with the plugin's Joi schema (in the core's words:
+// lib/config/validation.ts); an error names the file and line the bad value
+// came from. etc/ is never written: the management API
 // writes only the override file.
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type Joi from 'joi'
 import { confValue } from '../config/overrides.js'
 import { ConfigError, parseConfigText, type ConfigLine } from '../config/parse.js'
+import { VALIDATE_OPTIONS, whyOf } from '../config/validation.js'
 
 export async function readPluginConfigLines (file: string): Promise<ConfigLine[]> {
   let text: string
@@ -33,10 +35,10 @@ export function validatePluginConfig<C> (schema: Joi.ObjectSchema<C>, lines: Con
     raw[line.key] = line.value
     origins.set(line.key, line.origin)
   }
-  const { value, error } = schema.validate(raw, { abortEarly: true, convert: true })
+  const { value, error } = schema.validate(raw, VALIDATE_OPTIONS)
   if (error) {
     const key = String(error.details[0]?.path?.[0] ?? '')
-    throw new ConfigError(origins.get(key) ?? file, `${key === '' ? '' : `${key}: `}${error.details[0]?.message ?? error.message}`)
+    throw new ConfigError(origins.get(key) ?? file, `${key === '' ? '' : `${key}: `}${whyOf(error.details[0], schema)}`)
   }
   return value
 }

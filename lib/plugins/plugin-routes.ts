@@ -32,8 +32,8 @@ export class PluginRoutes {
   }
 
   /** Every route, for listings (e.g. GET /api/v3/). */
-  list (): Array<{ owner: string, method: string, path: string }> {
-    return this.#entries.map(({ owner, route }) => ({ owner, method: route.method, path: route.path }))
+  list (): Array<{ owner: string, method: string, path: string, route: PluginRoute }> {
+    return this.#entries.map(({ owner, route }) => ({ owner, method: route.method, path: route.path, route }))
   }
 
   #rebuild (): void {

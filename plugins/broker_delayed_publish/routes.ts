@@ -29,6 +29,7 @@ export function delayedRoutes (messages: DelayedMessages): PluginRoute[] {
       method: 'GET',
       path: '/delayed',
       access: 'read',
+      summary: 'List the delayed messages, paged by _page and _limit (broker_delayed_publish)',
       handler: async ({ query }) => {
         const page = positive(query, '_page') ?? 1
         const limit = Math.min(positive(query, '_limit') ?? MAX_ROWS, MAX_ROWS)
@@ -41,6 +42,7 @@ export function delayedRoutes (messages: DelayedMessages): PluginRoute[] {
       method: 'GET',
       path: '/delayed/{msgid}',
       access: 'read',
+      summary: 'One delayed message, its payload in base64 (broker_delayed_publish)',
       handler: async ({ params }) => {
         const id = known(params.msgid)
         const message = await messages.get(id)
@@ -51,6 +53,7 @@ export function delayedRoutes (messages: DelayedMessages): PluginRoute[] {
     {
       method: 'DELETE',
       path: '/delayed/{msgid}',
+      summary: 'Drop a delayed message (broker_delayed_publish)',
       handler: async ({ params }) => {
         const id = known(params.msgid)
         if (!await messages.remove(id)) throw new RouteError(undefined, `no delayed message ${id}`, 404)

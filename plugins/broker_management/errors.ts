@@ -1,6 +1,8 @@
 // What a handler answers when it cannot do what was asked: a status and a
 // JSON body (SPEC §7.1: `{message}`; EMQ X's codes where they apply). Each
 // API writes it in its own shape (apis.ts).
+import type Joi from 'joi'
+
 export class ApiError extends Error {
   /** 405: the methods the path is served for (the `Allow` header) */
   allow?: string[]
@@ -36,3 +38,10 @@ export const CODE = {
 
 export const notFound = (message: string): ApiError => new ApiError(404, { message })
 export const badRequest = (code: number, message: string): ApiError => new ApiError(400, { code, message })
+
+/** A request's query or body refused by its joi schema: 107 for a missing field, else 108. */
+export function validationError (err: Joi.ValidationError | undefined, source: string): ApiError {
+  const detail = err?.details?.[0]
+  const code = detail?.type === 'any.required' ? CODE.missing : CODE.wrongType
+  return new ApiError(400, { code, message: detail?.message ?? `bad ${source}` })
+}

@@ -9,8 +9,8 @@
 // not a live node is refused as theirs are.
 import Boom from '@hapi/boom'
 import type Hapi from '@hapi/hapi'
-import type { NodeOperations, PluginRouteAnswer, PluginRouteCall, PluginRouteMatch } from '../../lib/plugin-kit/admin.js'
-import { ApiError, CODE } from './errors.js'
+import type { NodeOperations, PluginRoute, PluginRouteAnswer, PluginRouteCall, PluginRouteMatch } from '../../lib/plugin-kit/admin.js'
+import { ApiError, CODE, validationError } from './errors.js'
 import { allows, forbidden, type Role } from './roles.js'
 import { assertLiveNode, onNode, service } from './routes.js'
 
@@ -19,8 +19,32 @@ export const PLUGIN_BASE = '/api/v3'
 /** The catch-all's hapi path; marked `app.catchAll`, so method-not-allowed.ts does not count it as serving a path. */
 const PLUGIN_ROUTES_PATH = `${PLUGIN_BASE}/{pluginPath*}`
 
+/** A plugin's route as the table lists it (`route`: what the plugin declared). */
+export interface PluginRouteEntry { owner: string, method: string, path: string, route: PluginRoute }
+
 export interface PluginRouteTable {
   match: (method: string, path: string) => PluginRouteMatch | undefined
+  list: () => PluginRouteEntry[]
+}
+
+/** The query and body as the route's joi schemas convert them; throws the API's 400 for what they refuse. */
+function validated (route: PluginRoute, query: Record<string, string>, payload: unknown): { query: Record<string, string>, payload: unknown } {
+  const checks = route.validate
+  if (checks === undefined) return { query, payload }
+  let q = query
+  let body = payload
+  if (checks.query !== undefined) {
+    const checked = checks.query.unknown(true).validate(query)
+    if (checked.error !== undefined) throw validationError(checked.error, 'query')
+    q = checked.value as Record<string, string>
+  }
+  if (checks.payload !== undefined) {
+    if (body === null || body === undefined) throw new ApiError(400, { code: CODE.missing, message: 'a JSON body is required' })
+    const checked = checks.payload.validate(body)
+    if (checked.error !== undefined) throw validationError(checked.error, 'body')
+    body = checked.value
+  }
+  return { query: q, payload: body }
 }
 
 /** `answer(h, status, body)` writes a v3 body; `refuse(h, err)` a v3 refusal. */
@@ -43,7 +67,8 @@ export function pluginRoutes (table: PluginRouteTable, node: NodeOperations, str
     const needed: Role = (found.route.access ?? (found.route.method === 'GET' ? 'read' : 'write')) === 'read' ? 'viewer' : 'administrator'
     if (!allows(role, needed)) return refuse(h, forbidden(needed))
     try {
-      const outcome = await run({ method, path, query: { ...request.query as Record<string, string> }, payload: request.payload ?? undefined }, found.params.node)
+      const { query, payload } = validated(found.route, { ...request.query as Record<string, string> }, request.payload ?? undefined)
+      const outcome = await run({ method, path, query, payload }, found.params.node)
       if ('refused' in outcome) return refuse(h, new ApiError(outcome.refused.status, { code: outcome.refused.code, message: outcome.refused.message }))
       return answer(h, 200, outcome.body)
     } catch (err) {

@@ -10,8 +10,8 @@ import Joi from 'joi'
 import type { Logger } from '../../lib/plugin-kit/admin.js'
 import { APIS, v3, type Api, type ServerContext } from './apis.js'
 import { openapi } from './openapi.js'
-import { pluginRoutes, type PluginRouteTable } from './plugin-routes.js'
-import { ApiError, CODE } from './errors.js'
+import { pluginRoutes, type PluginRouteEntry, type PluginRouteTable } from './plugin-routes.js'
+import { ApiError, CODE, validationError } from './errors.js'
 import { allows, forbidden, type Caller, type Role } from './roles.js'
 import { TooManyLogins } from './login-limit.js'
 import { allowedMethods } from './method-not-allowed.js'
@@ -32,12 +32,6 @@ function paramNames (path: string): string[] {
 }
 
 /** joi's first complaint → 107 (missing) or 108 (wrong type or value). */
-function validationError (err: Joi.ValidationError | undefined, source: string): ApiError {
-  const detail = err?.details?.[0]
-  const code = detail?.type === 'any.required' ? CODE.missing : CODE.wrongType
-  return new ApiError(400, { code, message: detail?.message ?? `bad ${source}` })
-}
-
 function answer (h: Hapi.ResponseToolkit, status: number, body: unknown): Hapi.ResponseObject {
   return h.response(JSON.stringify(body)).type('application/json').code(status)
 }
@@ -107,8 +101,16 @@ export async function createServer (listen: { host: string, port: number }, cont
 
 /** Serves `api`'s route table (v3: and the plugins' routes) on `server`, authenticated by `strategies` (credentials `{user, role}`). */
 export function mountApi (server: Hapi.Server, api: Api, context: ServerContext, logger: Logger, strategies: string[]): void {
-  let document: unknown
-  const handlerContext: ApiContext = { ...context, routes: api.routes, openapi: () => (document ??= openapi(api)) }
+  // made again when the plugins' routes have changed (v3 describes them too)
+  let document: { routes: string, value: unknown } | undefined
+  const described = (): PluginRouteEntry[] => api.base === v3.base ? context.pluginRoutes.list() : []
+  const current = (): unknown => {
+    const routes = described()
+    const key = routes.map((r) => `${r.owner} ${r.method} ${r.path}`).join('\n')
+    if (document?.routes !== key) document = { routes: key, value: openapi(api, routes) }
+    return document.value
+  }
+  const handlerContext: ApiContext = { ...context, routes: api.routes, openapi: current }
   for (const route of api.routes) server.route(hapiRoute(api, route, handlerContext, logger, strategies))
   if (api.base === v3.base) server.route(pluginRoutes(context.pluginRoutes, context.node, strategies, answer, (h, err) => refuse(h, api, err)))
 }

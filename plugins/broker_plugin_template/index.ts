@@ -113,6 +113,9 @@ export default definePlugin<TemplateConfig>({
       method: 'GET',
       path: '/template/greetings',
       access: 'read',
+      // what the OpenAPI document (GET /api/v3/openapi.json) says of the route; `validate: { query, payload }` checks the request too
+      summary: 'How many clients were greeted, and on which topic',
+      response: Joi.object({ greetings: Joi.number().integer().min(0).required(), topic: Joi.string().required() }),
       handler: () => ({ greetings: counts.total, topic: ctx.config['template.greeting_topic'] })
     })
     ctx.timers.setInterval(() => {

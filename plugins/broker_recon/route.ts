@@ -23,6 +23,7 @@ export function reconRoute (recon: Recon, node: string, config: Readonly<ReconCo
     method: 'GET',
     path: '/nodes/{node}/recon',
     access: 'read',
+    summary: 'The figures of every recon command on a node; ?top=N, ?samples=N&interval=Ms (broker_recon)',
     handler: async ({ params, query }) => {
       if (params.node !== node) throw new RouteError(101, `node ${params.node} not found`, 404)
       const unknown = Object.keys(query).filter((k) => !['top', 'samples', 'interval'].includes(k))

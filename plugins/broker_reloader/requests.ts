@@ -38,6 +38,7 @@ export function reloadRoute (reloads: Reloads, self: () => string, later: (run: 
     method: 'PUT',
     path: '/nodes/{node}/plugins/{plugin}/reload',
     access: 'write',
+    summary: 'Reload a plugin\'s code on a node (broker_reloader)',
     handler: async ({ params }) => {
       const { node, plugin } = params
       if (plugin === API_PLUGIN && node === self()) {

@@ -170,9 +170,9 @@ t.test('unload through the API: $delayed/ is an ordinary topic; load again: what
 
 t.test('a bad setting is refused with file and line', async (t) => {
   await t.rejects(startPluginNode({ plugin: PLUGIN, settings: { 'delayed.max_delayed_messages': '-5' } }),
-    /broker_delayed_publish\.conf:1: delayed\.max_delayed_messages: .*greater than or equal to 0/)
+    /broker_delayed_publish\.conf:1: delayed\.max_delayed_messages: -5 is out of range 0\.\./)
   await t.rejects(startPluginNode({ plugin: PLUGIN, settings: { 'delayed.max_delayed_messages': 'lots' } }),
-    /broker_delayed_publish\.conf:1: delayed\.max_delayed_messages: .*must be a number/)
+    /broker_delayed_publish\.conf:1: delayed\.max_delayed_messages: \S+ is not (a number|an integer)/)
   t.equal((await node.http('PUT', `/nodes/${name}/plugin_configs/${PLUGIN}`, { 'delayed.max_delayed_messages': 'lots' })).status, 400, 'refused at run time too')
 })
 

@@ -15,6 +15,9 @@ import openapiTS, { astToString } from 'openapi-typescript'
 import t from 'tap'
 import ts from 'typescript'
 import { INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
+import Joi from 'joi'
+import { v3 } from '../apis.js'
+import { openapi } from '../openapi.js'
 import { startApiNode } from './api.js'
 
 type Operation = { operationId: string, security?: unknown[], responses: Record<string, { content?: Record<string, { schema?: Record<string, unknown> }> }> }
@@ -151,4 +154,52 @@ t.test('a client generated from the documents works against the node', async (t)
   t.equal(out.refusedStatus, 401, 'a wrong secret is refused')
   t.equal(typeof out.refusedMessage, 'string')
   t.same(out.userNames, ['admin'])
+})
+
+t.test('the routes plugins add are in the v3 document while they are loaded, with their schemas', async (t) => {
+  const ajv = new Ajv2020({ strict: false, allErrors: true })
+  const load = async (plugin: string, action: 'load' | 'unload'): Promise<void> => {
+    t.equal((await api.call('PUT', `/nodes/${nodeName}/plugins/${plugin}/${action}`)).body, 'ok', `${action} ${plugin}`)
+  }
+  await load('broker_plugin_template', 'load')
+  await load('broker_delayed_publish', 'load')
+  const doc = (await get('/api/v3/openapi.json')).body as Document
+  const result = await new Validator().validate(doc as unknown as Record<string, unknown>)
+  t.same(result.errors, undefined, 'still valid OpenAPI 3.1')
+  const greetings = doc.paths['/template/greetings']?.get as Operation & { summary: string, 'x-plugin': string, 'x-required-role': string }
+  t.match(greetings, { summary: 'How many clients were greeted, and on which topic', 'x-plugin': 'broker_plugin_template', 'x-required-role': 'viewer' })
+  const schema = greetings.responses[200].content?.['application/json'].schema ?? {}
+  t.match(schema, { type: 'object', properties: { greetings: { type: 'integer' }, topic: { type: 'string' } } }, 'the joi schema the plugin gave, converted')
+  const live = await get('/api/v3/template/greetings')
+  t.equal(live.status, 200)
+  t.ok(ajv.validate(schema, live.body), 'the live answer matches it', { errors: ajv.errors })
+  t.notOk(ajv.validate(schema, { greetings: 'many', topic: 't' }), 'and it refuses another shape')
+  const removal = doc.paths['/delayed/{msgid}']?.delete as Operation & { 'x-required-role': string }
+  t.match(removal, { 'x-plugin': 'broker_delayed_publish', 'x-required-role': 'administrator', parameters: [{ name: 'msgid', in: 'path', required: true }] }, 'a write route needs an administrator; its path parameter is described')
+  t.ok(doc.paths['/delayed']?.get !== undefined && doc.paths['/brokers/']?.get !== undefined, 'beside the built-in routes')
+  await load('broker_plugin_template', 'unload')
+  const after = (await get('/api/v3/openapi.json')).body as Document
+  t.equal(after.paths['/template/greetings'], undefined, 'an unloaded plugin\'s route leaves the document')
+  t.ok(after.paths['/delayed'] !== undefined, 'the other plugin\'s stay')
+  t.equal((await get('/api/v2/openapi.json')).body !== undefined && ((await get('/api/v2/openapi.json')).body as Document).paths['/delayed'], undefined, 'v2 serves no plugin routes, its document names none')
+  await load('broker_delayed_publish', 'unload')
+})
+
+t.test('a plugin route\'s query and body schemas are its parameters and request body', async (t) => {
+  const route = {
+    method: 'POST' as const,
+    path: '/things/{kind}/{rest*}',
+    validate: { query: Joi.object({ dry_run: Joi.boolean(), limit: Joi.number().integer().min(1).required() }), payload: Joi.object({ name: Joi.string().required() }) },
+    handler: () => 'ok'
+  }
+  const doc = openapi(v3, [{ owner: 'broker_things', method: route.method, path: route.path, route }]) as unknown as Document
+  t.same((await new Validator().validate(doc as unknown as Record<string, unknown>)).errors, undefined, 'valid OpenAPI 3.1')
+  const op = doc.paths['/things/{kind}/{rest}']?.post as Operation & { parameters: Array<{ name: string, in: string, required: boolean }>, requestBody: { content: Record<string, { schema: Record<string, unknown> }> }, summary: string }
+  t.match(op.parameters, [{ name: 'kind', in: 'path' }, { name: 'rest', in: 'path' }, { name: 'dry_run', in: 'query', required: false }, { name: 'limit', in: 'query', required: true }])
+  t.match(op.requestBody.content['application/json'].schema, { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] })
+  t.match(op, { summary: 'POST /things/{kind}/{rest*} (plugin broker_things)', 'x-required-role': 'administrator' }, 'a route without a summary is named by its method and path')
+  t.match(op.responses[200].content?.['application/json'].schema, { description: /no schema/ }, 'no response schema: any JSON value')
+  const shadowing = { method: 'GET' as const, path: '/brokers/', handler: () => [] }
+  const again = openapi(v3, [{ owner: 'broker_things', method: 'GET', path: '/brokers/', route: shadowing }]) as unknown as Document
+  t.notOk('x-plugin' in (again.paths['/brokers/'].get as object), 'a plugin route under a built-in one is left out (the built-in answers)')
 })

@@ -57,11 +57,11 @@ t.test('settings: the shipped file gives the defaults; bad values are refused wi
   const file = join(INSTALL_ROOT, FILE)
   t.same(validatePluginConfig(schema, await readPluginConfigLines(file), file), { 'recon.top': 10, 'recon.event_loop.resolution': 10, 'recon.heapsnapshot': true })
   t.same(read('recon.top = 50\nrecon.event_loop.resolution = 1ms\nrecon.heapsnapshot = off'), { 'recon.top': 50, 'recon.event_loop.resolution': 1, 'recon.heapsnapshot': false })
-  t.throws(() => read('recon.top = many'), { message: /^etc\/plugins\/broker_recon\.conf:1: recon\.top: .*must be a number/ })
-  t.throws(() => read('\nrecon.top = 1001'), { message: /:2: recon\.top: .*less than or equal to 1000/ })
+  t.throws(() => read('recon.top = many'), { message: /^etc\/plugins\/broker_recon\.conf:1: recon\.top: \S+ is not (a number|an integer)/ })
+  t.throws(() => read('\nrecon.top = 1001'), { message: /:2: recon\.top: 1001 is out of range 1\.\.1000$/ })
   t.throws(() => read('recon.event_loop.resolution = 2s'), { message: /:1: recon\.event_loop\.resolution: .*longer than 1s/ })
-  t.throws(() => read('recon.heapsnapshot = maybe'), { message: /:1: recon\.heapsnapshot: .*must be a boolean/ })
-  t.throws(() => read('recon.tops = 1'), { message: /:1: recon\.tops: .*is not allowed/ })
+  t.throws(() => read('recon.heapsnapshot = maybe'), { message: /:1: recon\.heapsnapshot: \S+ is not a switch/ })
+  t.throws(() => read('recon.tops = 1'), { message: /:1: recon\.tops: unknown setting$/ })
 })
 
 t.test('top lists: most first, ties by client id, clients with none left out; EMQ X attribute names accepted', async (t) => {
