@@ -17,7 +17,7 @@ import { MEMORY_SECTION, runMemorySection, type MemoryResults } from './memory.j
 import { PARTS } from './heap-parts.js'
 import { Worker } from './pool.js'
 import { scenarios, type Context, type Metric, type Scenario } from './scenarios.js'
-import { killAllNow, onPath, Server, type ServerKind } from './servers.js'
+import { cpuProfile, killAllNow, onPath, Server, type ServerKind } from './servers.js'
 import { HOOK_LOADS, HOOK_SETUPS, runWebHookSection, WEB_HOOK_SECTION, type WebHookResults } from './web-hook.js'
 
 const WORKERS = 2
@@ -57,12 +57,16 @@ function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways:
 }
 
 async function runOnce (scenario: Scenario, kind: ServerKind, base: Omit<Context, 'server' | 'workers'>): Promise<Figures> {
-  const server = await Server.start(kind)
+  const profile = cpuProfile(scenario.name, kind)
+  const server = await Server.start(kind, { nodeArgs: profile?.nodeArgs })
   const workers: Worker[] = []
+  const load = { fromNs: 0n, toNs: 0n }
   try {
     const count = scenario.workers?.(base.connections) ?? WORKERS
     for (let i = 0; i < count; i++) workers.push(new Worker(i))
-    return await Promise.race([scenario.run({ ...base, server, workers }), server.died])
+    const figures = await Promise.race([scenario.run({ ...base, server, workers, load }), server.died])
+    profile?.writeWindow(load)
+    return figures
   } catch (err) {
     // Clients notice a dead server before the runner sees it exit: blame the server, not them.
     await new Promise((resolve) => setTimeout(resolve, 200))

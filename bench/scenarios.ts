@@ -20,7 +20,11 @@ export interface Context {
   seconds: number
   connections: number
   note: (text: string) => void
+  /** Set by the timed scenarios: the measured window (after the warm-up), process.hrtime.bigint() ns */
+  load?: LoadWindow
 }
+
+export interface LoadWindow { fromNs: bigint, toNs: bigint }
 
 export interface Scenario {
   name: string
@@ -58,19 +62,23 @@ async function setupAll (ctx: Context, roles: Role[]): Promise<void> {
  * Sets the workers up, waits settleMs, runs the load for `seconds` and returns
  * what each counted after the warm-up.
  */
-export async function timedOn (workers: Worker[], ports: number[], roles: Role[], seconds: number, settleMs = 0): Promise<WorkerResult[]> {
+export async function timedOn (workers: Worker[], ports: number[], roles: Role[], seconds: number, settleMs = 0, load?: LoadWindow): Promise<WorkerResult[]> {
   await setupOn(workers, ports, roles)
   if (settleMs > 0) await sleep(settleMs)
   const totalMs = seconds * 1000
   const warmupMs = Math.min(1000, totalMs * 0.2)
   const measureMs = totalMs - warmupMs
   for (const w of workers) w.send({ type: 'go', warmupMs, measureMs })
+  if (load !== undefined) {
+    load.fromNs = process.hrtime.bigint() + BigInt(warmupMs * 1e6)
+    load.toNs = load.fromNs + BigInt(Math.round(measureMs * 1e6))
+  }
   const replies = await Promise.all(workers.map(async (w) => await w.next('result', totalMs + RESULT_SLACK_MS)))
   return replies.map((r) => r.result)
 }
 
 async function timed (ctx: Context, roles: Role[]): Promise<WorkerResult[]> {
-  return await timedOn(ctx.workers, ctx.workers.map(() => ctx.server.port), roles, ctx.seconds)
+  return await timedOn(ctx.workers, ctx.workers.map(() => ctx.server.port), roles, ctx.seconds, 0, ctx.load)
 }
 
 /** Sum over workers of received per second, each over its own measured window. */

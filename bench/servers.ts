@@ -3,6 +3,7 @@
 // resident memory, and keeps the list of every child the runner started so
 // that none outlives it.
 import { spawn, type ChildProcess } from 'node:child_process'
+import type { LoadWindow } from './scenarios.js'
 import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
@@ -77,6 +78,23 @@ export function cpuMs (pid: number, mainThread = false): number {
   // after the command: state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux)
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
+
+/**
+ * `BENCH_CPU_PROF=<dir>`: a bare Aedes or broker server writes a V8 CPU profile
+ * `<dir>/<scenario>-<kind>-<n>.cpuprofile` when it exits, and the runner the measured window beside it
+ * (`….window.json`, process.hrtime ns, the clock of the profile's timestamps); read them with
+ * `node dist/bench/cpu-parts.js`. Null when not asked for (or for Mosquitto).
+ */
+export function cpuProfile (scenario: string, kind: ServerKind): { nodeArgs: string[], writeWindow: (load: LoadWindow) => void } | null {
+  const dir = process.env.BENCH_CPU_PROF
+  if (dir === undefined || dir === '' || kind === 'mosquitto') return null
+  const name = `${scenario}-${kind}-${++profiles}`
+  return {
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}.cpuprofile`],
+    writeWindow: (load) => writeFileSync(join(dir, `${name}.window.json`), JSON.stringify({ fromNs: String(load.fromNs), toNs: String(load.toNs) }))
+  }
+}
+let profiles = 0
 
 export interface NodeOptions {
   /** For messages, e.g. `cluster node a`; default `broker`. */
