@@ -2,7 +2,7 @@
 // that a loaded machine inflates its figures but does not bury them: the real
 // `message.publish` handler and Delivery (worker thread) are fed synthetic
 // messages at a fixed pace (chunks every few ms, as a node reading sockets
-// would), and the CPU each thread used is read from /proc. Cases, in turn,
+// would), and the CPU the main thread and the whole process used is read from /proc. Cases, in turn,
 // `rounds` times, each case's median kept:
 //   feed   no handler: the feeding loop's own cost, taken off the others
 //   live   every event posted to bench/hook-endpoint.ts (its own process)
@@ -12,13 +12,13 @@
 // per POST. Run: node dist/bench/web-hook-cost.js [events] [rounds]
 // (`--cpu-prof` profiles the main thread; WEB_HOOK_INLINE=1 runs the
 // delivery on the main thread too, to profile it).
-import { readFileSync } from 'node:fs'
 import type { PublishMessage } from '../lib/plugin-kit/index.js'
 import { Delivery } from '../plugins/broker_web_hook/delivery.js'
 import { eventHandlers } from '../plugins/broker_web_hook/events.js'
 import { eventsOf } from '../plugins/broker_web_hook/rules.js'
 import { DEFAULTS } from '../plugins/broker_web_hook/settings.js'
 import { cpuMs, freePort, killAllNow, Server } from './servers.js'
+import { endpointCount } from './web-hook.js'
 
 type Case = 'feed' | 'live' | 'down'
 interface Figures { mainUs: number, otherUs: number, endpointUs?: number, sent: number, dropped: number }
@@ -27,20 +27,9 @@ const CHUNK = 20
 const CHUNK_MS = 4
 const PAYLOAD = Buffer.alloc(16, 'x')
 
-/** CPU ms of this thread (the caller's), from /proc/thread-self/stat. */
-function threadCpuMs (): number {
-  const fields = readFileSync('/proc/thread-self/stat', 'utf8').replace(/^.*\) /s, '').split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 10
-}
-
 function processCpuMs (): number {
   const usage = process.cpuUsage()
   return (usage.user + usage.system) / 1000
-}
-
-async function endpointCount (endpoint: Server): Promise<number> {
-  const res = await fetch(`http://127.0.0.1:${endpoint.port}/count`)
-  return ((await res.json()) as { count: number }).count
 }
 
 const message = (n: number): PublishMessage => ({
@@ -100,7 +89,7 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
     }
     const posted = kind === 'live' ? await endpointCount(endpoint) : 0
     const endpointBefore = cpuMs(endpoint.pid)
-    const mainBefore = threadCpuMs()
+    const mainBefore = cpuMs(process.pid, true)
     const allBefore = processCpuMs()
     const droppedBefore = counts.dropped
     await new Promise<void>((resolve) => {
@@ -116,7 +105,7 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       const deadline = Date.now() + 120_000
       while (counts.sent + counts.failed < events && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
     }
-    const main = threadCpuMs() - mainBefore
+    const main = cpuMs(process.pid, true) - mainBefore
     const all = processCpuMs() - allBefore
     const figures: Figures = { mainUs: main * 1000 / events, otherUs: (all - main) * 1000 / events, sent: counts.sent, dropped: counts.dropped - droppedBefore }
     if (kind === 'live') figures.endpointUs = (cpuMs(endpoint.pid) - endpointBefore) * 1000 / Math.max(1, await endpointCount(endpoint) - posted)
