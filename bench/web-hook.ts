@@ -55,7 +55,8 @@ function pluginSettings (url: string): Record<string, Record<string, string>> {
   return { [WEB_HOOK_PLUGIN]: { 'web.hook.api.url': url, 'web.hook.rule.message.publish.1': '{"action": "on_message_publish"}' } }
 }
 
-async function endpointCount (endpoint: Server): Promise<number> {
+/** POSTs the bench endpoint has answered so far. */
+export async function endpointCount (endpoint: Server): Promise<number> {
   const res = await fetch(`http://127.0.0.1:${endpoint.port}/count`)
   return ((await res.json()) as { count: number }).count
 }

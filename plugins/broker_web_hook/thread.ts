@@ -109,16 +109,22 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
     })
   })
 
-  /** Holds the lane's writes until the end of this turn of the loop, so that they go out together. */
+  /**
+   * Holds the lane's writes until the end of this turn of the loop and the
+   * next check phase, so that they go out together: undici writes to an idle
+   * keep-alive socket (the lane's state between two batches) from an
+   * immediate of its own, queued after this one; an uncork in this turn's
+   * immediate came before it, and each request went out in its own write.
+   */
   const cork = (lane: Lane): void => {
     const socket = lane.socket
     if (lane.corked || socket === undefined || socket.destroyed) return
     lane.corked = true
     socket.cork()
-    setImmediate(() => {
+    setImmediate(() => setImmediate(() => {
       lane.corked = false
       socket.uncork()
-    })
+    }))
   }
 
   const report = (): void => {

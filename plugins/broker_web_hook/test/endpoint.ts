@@ -29,6 +29,8 @@ export interface Endpoint {
   answered: number
   /** connections accepted so far */
   connections: number
+  /** connections open now */
+  open: number
   /** sets the answer to each request from now on (default 200) */
   answer: (reply: (hit: Hit) => Reply) => void
   /** answers 200 to every held request */
@@ -105,6 +107,7 @@ export async function startEndpoint (options: EndpointOptions = {}): Promise<End
     hits,
     get answered () { return state.answered },
     get connections () { return state.connections },
+    get open () { return sockets.size },
     answer (fn) { reply = fn },
     release () {
       for (const res of held.splice(0)) if (!res.destroyed) res.writeHead(200).end('ok')

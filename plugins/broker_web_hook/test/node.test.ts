@@ -4,6 +4,7 @@
 // endpoint that is down (MQTT unaffected, drops counted, the alarm raised
 // then cleared), one that is slow (the queue bounded, MQTT unaffected) and
 // one that answers 500 (retried, then given up).
+import { readdirSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
@@ -53,14 +54,24 @@ async function traffic (client: MqttClient, topic: string, count: number): Promi
   await all
 }
 
-t.test('listed by the API with its description; unloaded and loaded again', async (t) => {
+/** The process's threads: the plugin's delivery thread is one of them while it is loaded. */
+const threads = (): number => readdirSync('/proc/self/task').length
+
+t.test('listed by the API with its description; unloaded and loaded again, its thread and connections gone', async (t) => {
   const { body: plugins } = await node.http('GET', `/nodes/${NODE}/plugins/`)
   t.match((plugins as Array<{ name: string }>).find((p) => p.name === PLUGIN), { name: PLUGIN, active: true, version: '0.1.0', description: /HTTP/ })
+  await pub.publishAsync('enc/before', 'x', { qos: 1 })
+  await e.waitFor(topicIs('enc/before'))
+  t.ok(e.open > 0, 'a keep-alive connection to the endpoint is open')
+  const loaded = threads()
   t.match(await node.http('PUT', `/nodes/${NODE}/plugins/${PLUGIN}/unload`), { status: 200 })
   t.notOk(node.node.hooks.owners('message.publish').includes(PLUGIN), 'its handlers are gone')
   t.equal(metric('webhook/sent'), undefined, 'its counters are gone')
+  await waitFor(() => e.open === 0, 10_000, 'its connections closed')
+  await waitFor(() => threads() === loaded - 1, 10_000, `its delivery thread ended (${loaded} threads loaded, ${threads()} now)`)
   await pub.publishAsync('enc/unloaded', 'x', { qos: 1 })
   t.match(await node.http('PUT', `/nodes/${NODE}/plugins/${PLUGIN}/load`), { status: 200 })
+  t.equal(threads(), loaded, 'loaded again: one delivery thread')
   await pub.publishAsync('enc/loaded', 'x', { qos: 1 })
   await e.waitFor(topicIs('enc/loaded'))
   t.equal(e.hits.filter(topicIs('enc/unloaded')).length, 0, 'nothing posted while unloaded (the next message of the same client came)')
