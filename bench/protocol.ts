@@ -25,6 +25,12 @@ export type Role =
   | { kind: 'qos1-pairs', pairs: number[] }
   /** idle: protocolVersion 4 (default) or 5; clean false: persistent sessions; localAddresses: source IPs used in turn (127.0.0.x), so that 100k connections do not run out of ephemeral ports */
   | { kind: 'idle', connections: number, firstId: number, keepalive: number, protocolVersion?: 4 | 5, clean?: boolean, localAddresses?: string[] }
+  /**
+   * latency: with `probe`, a subscriber on bench/lat/probe and a publisher sending QoS 0 there at `rate` msg/s, each
+   * message timed from its write to its delivery; `background` more publishers at `backgroundRate` msg/s each on
+   * bench/bg/<n>, delivered to one subscriber on bench/bg/#.
+   */
+  | { kind: 'latency', probe: boolean, rate: number, background: number, backgroundRate: number }
 
 export type ToWorker =
   | { type: 'setup', port: number, role: Role }
@@ -43,7 +49,7 @@ export interface WorkerResult {
   acked?: number
   /** Length of the measured window as this worker saw it. */
   elapsedMs: number
-  /** qos1-pairs: publish → delivery latency of each completed round trip, ms. */
+  /** qos1-pairs: publish → delivery latency of each completed round trip, ms; latency: of each probe message; idle: CONNECT written → CONNACK read of each connection. */
   latenciesMs?: Float64Array
   /** idle: connections that got a CONNACK, and those that did not. */
   connected?: number

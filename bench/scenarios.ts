@@ -89,6 +89,25 @@ export function receivedPerSecond (results: WorkerResult[]): number {
 export const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i)
 
 const rate = (name: string): Metric => ({ name, decimals: 0, lowerIsBetter: false })
+const ms = (name: string): Metric => ({ name, decimals: 3, lowerIsBetter: true })
+
+/** latency: the probe's rate (msg/s); latency-loaded: this many background publishers at BACKGROUND_RATE msg/s each */
+const PROBE_RATE = 1000
+const BACKGROUND_CLIENTS = 100
+const BACKGROUND_RATE = 20
+
+/** A QoS 0 probe at PROBE_RATE msg/s in worker 0, `background` publishers (and their subscriber) in worker 1. */
+async function latencyUnder (ctx: Context, background: number): Promise<Record<string, number>> {
+  const results = await timed(ctx, [
+    { kind: 'latency', probe: true, rate: PROBE_RATE, background: 0, backgroundRate: BACKGROUND_RATE },
+    { kind: 'latency', probe: false, rate: PROBE_RATE, background, backgroundRate: BACKGROUND_RATE }
+  ])
+  const latencies = results[0].latenciesMs ?? new Float64Array(0)
+  if (latencies.length === 0) throw new Error('no probe message was delivered')
+  return { 'p50 ms': percentile(latencies, 50), 'p99 ms': percentile(latencies, 99), 'probe msg/s': results[0].received / (results[0].elapsedMs / 1000) }
+}
+
+const latencyMetrics = [ms('p50 ms'), ms('p99 ms'), rate('probe msg/s')]
 
 /** 1 publisher → 100 subscribers, half per worker; v5Aliases: MQTT 5 subscribers asking for topic aliases and a packet size cap. */
 async function fanOut (ctx: Context, v5Aliases: boolean): Promise<Record<string, number>> {
@@ -136,9 +155,19 @@ export const scenarios: Scenario[] = [
     }
   },
   {
+    name: 'latency',
+    metrics: latencyMetrics,
+    run: async (ctx) => await latencyUnder(ctx, 0)
+  },
+  {
+    name: 'latency-loaded',
+    metrics: latencyMetrics,
+    run: async (ctx) => await latencyUnder(ctx, BACKGROUND_CLIENTS)
+  },
+  {
     name: 'idle-connections',
     workers: idleWorkerCount,
-    metrics: [rate('connack/s'), { name: 'RSS MiB empty', decimals: 1, lowerIsBetter: true }, { name: 'RSS KiB/conn', decimals: 1, lowerIsBetter: true }],
+    metrics: [rate('connack/s'), ms('connect p50 ms'), ms('connect p99 ms'), { name: 'RSS MiB empty', decimals: 1, lowerIsBetter: true }, { name: 'RSS KiB/conn', decimals: 1, lowerIsBetter: true }],
     run: async (ctx) => {
       await setupAll(ctx, idleRoles(ctx.connections, ctx.workers.length, 0, { keepalive: 600 }))
       await sleep(SETTLE_MS)
@@ -152,7 +181,8 @@ export const scenarios: Scenario[] = [
       const elapsedMs = Math.max(...results.map((r) => r.elapsedMs))
       await sleep(SETTLE_MS)
       const after = rssKiB(ctx.server.pid)
-      return { 'connack/s': connected / (elapsedMs / 1000), 'RSS MiB empty': before / 1024, 'RSS KiB/conn': (after - before) / connected }
+      const connects = mergeSorted(results.map((r) => r.latenciesMs ?? new Float64Array(0)))
+      return { 'connack/s': connected / (elapsedMs / 1000), 'connect p50 ms': percentile(connects, 50), 'connect p99 ms': percentile(connects, 99), 'RSS MiB empty': before / 1024, 'RSS KiB/conn': (after - before) / connected }
     }
   },
   {

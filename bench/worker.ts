@@ -336,13 +336,15 @@ function idle (port: number, role: Extract<Role, { kind: 'idle' }>): Load {
       let nextIndex = 0
       let connected = 0
       let refused = 0
+      const latencies = new Float64Array(role.connections)
       const lane = async (): Promise<void> => {
         while (nextIndex < role.connections) {
           const id = role.firstId + nextIndex++
           try {
             const localAddress = role.localAddresses?.[id % role.localAddresses.length]
+            const started = performance.now()
             await connect(port, `bench-idle-${id}-${process.pid}`, { keepalive: role.keepalive, protocolVersion: role.protocolVersion, clean: role.clean, localAddress })
-            connected++
+            latencies[connected++] = performance.now() - started
           } catch {
             refused++
           }
@@ -351,10 +353,69 @@ function idle (port: number, role: Extract<Role, { kind: 'idle' }>): Load {
       // as a real client would: a PINGREQ every half keepalive, so that the server keeps them however long connecting and measuring take
       if (role.keepalive > 0) setInterval(() => { for (const c of clients) if (c instanceof RawClient) c.send({ cmd: 'pingreq' }) }, role.keepalive * 500).unref()
       await Promise.all(Array.from({ length: Math.min(IDLE_CONCURRENCY, role.connections) }, lane))
-      return { sent: 0, received: 0, elapsedMs: performance.now() - t0, connected, failed: refused }
+      return { sent: 0, received: 0, elapsedMs: performance.now() - t0, connected, failed: refused, latenciesMs: latencies.slice(0, connected).sort() }
     }
   }
 }
+
+/** Background publishers each send one message per this many ms slices of their period (spreads them over time). */
+const LATENCY_SLICE_MS = 5
+/** latency: a probe behind by more than this many messages (the client starved) skips them rather than bursting. */
+const LATENCY_MAX_BEHIND = 20
+
+async function latency (port: number, role: Extract<Role, { kind: 'latency' }>): Promise<Load> {
+  const counts: Counts = { sent: 0, received: 0 }
+  const latencies: number[] = []
+  let recording = false
+  let running = false
+  const payload = Buffer.alloc(16)
+  const probeSub = role.probe
+    ? await connect(port, `bench-lat-sub-${process.pid}`, {
+      // the payload (the frame's last 16 bytes) starts with the send time
+      onPublishFrame: (frame) => {
+        counts.received++
+        if (recording && latencies.length < MAX_LATENCY_SAMPLES) latencies.push(performance.now() - frame.readDoubleLE(frame.length - 16))
+      }
+    })
+    : null
+  await probeSub?.subscribe('bench/lat/probe', 0)
+  const probe = role.probe ? await connect(port, `bench-lat-pub-${process.pid}`) : null
+  if (role.background > 0) {
+    const sink = await connect(port, `bench-bg-sub-${process.pid}`, { onPublishFrame: () => {} })
+    await sink.subscribe('bench/bg/#', 0)
+  }
+  const background = await Promise.all(range(role.background).map(async (n) => await connect(port, `bench-bg-pub-${n}-${process.pid}`)))
+  const publish = (client: RawClient, topic: string): void => {
+    payload.writeDoubleLE(performance.now(), 0)
+    client.send({ cmd: 'publish', topic, payload, qos: 0, retain: false, dup: false })
+  }
+  return {
+    run: async (warmupMs, measureMs) => {
+      running = true
+      const t0 = performance.now()
+      const tick = (): void => {
+        if (!running || probe === null) return
+        const due = Math.floor((performance.now() - t0) * role.rate / 1000)
+        if (due - counts.sent > LATENCY_MAX_BEHIND) counts.sent = due - 1
+        for (; counts.sent < due; counts.sent++) publish(probe, 'bench/lat/probe')
+        setTimeout(tick, 1)
+      }
+      tick()
+      // each background publisher sends once per period, a share of them every slice
+      const slices = Math.max(1, Math.round(1000 / role.backgroundRate / LATENCY_SLICE_MS))
+      let slice = 0
+      const timer = role.background > 0
+        ? setInterval(() => {
+          for (let n = slice++ % slices; n < background.length; n += slices) publish(background[n], `bench/bg/${n}`)
+        }, LATENCY_SLICE_MS)
+        : undefined
+      const result = await measure(counts, warmupMs, measureMs, () => { running = false; recording = false; clearInterval(timer) }, () => { recording = true })
+      return { ...result, latenciesMs: Float64Array.from(latencies).sort() }
+    }
+  }
+}
+
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i)
 
 async function setup (port: number, role: Role): Promise<Load> {
   switch (role.kind) {
@@ -363,6 +424,7 @@ async function setup (port: number, role: Role): Promise<Load> {
     case 'qos1-pairs': return await qos1Pairs(port, role)
     case 'idle': return idle(port, role)
     case 'subscribe-many': return await subscribeMany(port, role)
+    case 'latency': return await latency(port, role)
   }
 }
 

@@ -21,6 +21,8 @@ export function fillLevelTemplate (template: string, who: { clientId: string, us
  * client_id_not_valid, the user name with bad_username_or_password.
  */
 export function expandMountpoint (template: string, who: { clientId: string, username?: string }): { mountpoint: string } | { refusal: Refusal, message: string } {
+  // the default (no mountpoint) and any template without a placeholder: every connect comes here
+  if (!template.includes('%')) return { mountpoint: template }
   const filled = fillLevelTemplate(template, who)
   if ('value' in filled) return { mountpoint: filled.value }
   return filled.unfit === 'clientId'

@@ -4,7 +4,6 @@
 // the in-flight window apart from the queue); a message beyond it is dropped
 // for that session only, newest first (as Mosquitto's max_queued_messages).
 // Online sessions are never cut here: their outbound window holds the excess.
-import { Readable } from 'node:stream'
 import type { Level } from 'level'
 import type { Config } from '../config/store.js'
 import type { AedesPersistence } from './store.js'
@@ -17,6 +16,8 @@ interface QueuePersistence extends AedesPersistence {
   outgoingEnqueue: (sub: Sub, packet: object) => Promise<unknown>
   outgoingClearMessageId: (client: { id: string }, packet: object) => Promise<unknown>
   outgoingStream: (client: { id: string }) => NodeJS.ReadableStream
+  /** asked by the engine (patch) before it reads the queue on connect: true skips the read */
+  outgoingEmpty?: (client: { id: string }) => boolean
 }
 
 export class SessionQueues {
@@ -55,9 +56,8 @@ export class SessionQueues {
     queue.outgoingEnqueue = async (sub, packet) => {
       if (this.#admit(sub, packet)) await enqueue(sub, packet)
     }
-    // every connect reads the session's queue: skip the store scan when nothing is queued
-    const stream = queue.outgoingStream.bind(queue)
-    if (exact) queue.outgoingStream = (client) => this.length(client.id) === 0 ? Readable.from([]) : stream(client)
+    // every connect reads the session's queue: the engine (patch) asks first and skips the read when nothing is queued
+    if (exact) queue.outgoingEmpty = (client) => this.length(client.id) === 0
     queue.outgoingClearMessageId = async (client, packet) => {
       const cleared = await clear(client, packet)
       if (cleared !== undefined) this.#add(client.id, -1)
