@@ -14,6 +14,9 @@
 // read) once it is delivered here, acknowledged by Redis and the bus is no
 // longer behind. With `overflow = drop_qos0` a QoS 0 message (not $SYS) met
 // while behind is delivered here only, and counted as dropped.
+// While Redis is unreachable a message does not wait for it: its publisher is
+// acknowledged once it is delivered here and its frame is queued (sent when
+// Redis is back); `window` of them queued hold the publishers.
 // A frame is taken when Redis has handed it to every node on the bus: PUBLISH
 // answers how many subscribers got it, and each node hears the others' `hello`
 // (every BEHIND_RENEW_MS). A frame Redis refused (connection lost, failover)
@@ -243,32 +246,40 @@ export class RedisBus extends MQEmitter {
     this.#flushScheduled = false
     if (this.#frame.length === 0) return
     const frame = encodeFrame('messages', this.#tag, ++this.#sequence, this.#frame)
-    const dones = this.#frameDones
+    const count = this.#frameDones.length
+    // Redis unreachable: the frame waits here (it counts in #outstanding), its publishers do not
+    const dones = this.#options.pub.status === 'ready' ? this.#frameDones : this.#answerAll(this.#frameDones)
     this.#frame = []
     this.#frameDones = []
     this.#frameBytes = 0
     if (this.#peers.size > 0) {
-      this.#unconfirmed.set(this.#sequence, { frame, messages: dones.length, sentAt: Date.now() })
-      this.#unconfirmedMessages += dones.length
+      this.#unconfirmed.set(this.#sequence, { frame, messages: count, sentAt: Date.now() })
+      this.#unconfirmedMessages += count
     }
-    this.#send(frame, dones)
+    this.#send(frame, dones, count)
   }
 
-  #send (frame: Buffer, dones: Done[]): void {
+  /** Settles the messages' bus part now; nothing is left to wait for. */
+  #answerAll (dones: Done[]): Done[] {
+    for (const done of dones) done()
+    return []
+  }
+
+  #send (frame: Buffer, dones: Done[], count: number): void {
     this.#options.pub.publish(this.#options.channel, frame).then((receivers) => {
       if (receivers < this.#needed() && !this.closed) {
-        setTimeout(() => this.#send(frame, dones), RETRY_MS).unref()
+        setTimeout(() => this.#send(frame, dones, count), RETRY_MS).unref()
         return
       }
-      this.#outstanding -= dones.length
+      this.#outstanding -= count
       for (const done of dones) done()
       this.#release()
     }, (err: Error) => {
       if (!this.closed) {
-        setTimeout(() => this.#send(frame, dones), RETRY_MS).unref()
+        setTimeout(() => this.#send(frame, this.#options.pub.status === 'ready' ? dones : this.#answerAll(dones), count), RETRY_MS).unref()
         return
       }
-      this.#outstanding -= dones.length
+      this.#outstanding -= count
       for (const done of dones) done(err)
     })
   }
