@@ -8,10 +8,11 @@
 // cluster.bus.window at most); when Redis is back the alarm is cleared, the
 // queued messages cross, and every acknowledged message reaches both
 // subscribers. The outage and the longest time without a PUBACK are reported.
-import mqtt, { type MqttClient } from 'mqtt'
+import type { MqttClient } from 'mqtt'
 import t from 'tap'
 import { startCluster, track, waitFor, type ClusterNode } from './helpers/cluster.js'
 import { closeAll } from './helpers/mqtt.js'
+import { qos1Load } from './helpers/qos1-load.js'
 
 const PUBLISHERS = 4
 /** PUBACKs before Redis stops, while it is down, and after it is back, before the load stops */
@@ -48,27 +49,9 @@ t.test('Redis stopped and started again under QoS 1 load: local traffic goes on,
   await cross.client.subscribeAsync('ro/load/#', { qos: 1 })
   await local.client.subscribeAsync('ro/load/#', { qos: 1 })
 
-  const acked: string[] = []
-  const ackTimes: number[] = []
-  let running = true
-  const publishers = Array.from({ length: PUBLISHERS }, (_, p) => {
-    const client = mqtt.connect(n2.mqttUrl, { clientId: `ro-pub-${p}`, reconnectPeriod: 1000 })
-    clients.push(client)
-    return (async () => {
-      await new Promise((resolve) => client.once('connect', resolve))
-      for (let i = 0; running; i++) {
-        const payload = `${p}:${i}`
-        try {
-          await client.publishAsync(`ro/load/${p}`, payload, { qos: 1 })
-        } catch {
-          continue
-        }
-        acked.push(payload)
-        ackTimes.push(Date.now())
-      }
-    })()
-  })
-  const ackedSince = (at: number): number => ackTimes.filter((time) => time > at).length
+  const load = qos1Load(n2.mqttUrl, 'ro/load', PUBLISHERS)
+  clients.push(...load.clients)
+  const { acked, ackTimes, ackedSince } = load
 
   await waitFor(() => acked.length >= ACKS_BEFORE, 60_000, `${ACKS_BEFORE} messages acknowledged before Redis stops`)
   const stoppedAt = Date.now()
@@ -98,14 +81,13 @@ t.test('Redis stopped and started again under QoS 1 load: local traffic goes on,
     t.ok((await alarmsOf(node, 'history/')).includes(ALARM), `the API lists it among ${node.name}'s cleared alarms`)
   }
   await waitFor(() => ackedSince(restartedAt) >= ACKS_AFTER, 60_000, `${ACKS_AFTER} messages acknowledged after Redis is back`)
-  running = false
-  await Promise.all(publishers)
+  await load.stop()
 
   await waitFor(() => acked.every((payload) => crossPayloads().has(payload) && localPayloads().has(payload)), 30_000, 'every acknowledged message received').catch(() => {})
   t.same(acked.filter((payload) => !crossPayloads().has(payload)), [], 'no acknowledged QoS 1 message lost across the bus (n2 → n1)')
   t.same(acked.filter((payload) => !localPayloads().has(payload)), [], 'none lost on n2 either')
 
-  const gapMs = ackTimes.reduce((gap, at, i) => i === 0 ? gap : Math.max(gap, at - ackTimes[i - 1]), 0)
+  const gapMs = load.longestGap()
   t.comment(`Redis down ${((restartedAt - stoppedAt) / 1000).toFixed(1)} s under QoS 1 load: longest time without a PUBACK ${(gapMs / 1000).toFixed(1)} s; ` +
-    `${ackedDuring.length} messages acknowledged meanwhile, all on n1 ((crossedAt - restartedAt) / 1000).toFixed(1)} s after the restart (${acked.length} in all)`)
+    `${ackedDuring.length} messages acknowledged meanwhile, all on n1 ${((crossedAt - restartedAt) / 1000).toFixed(1)} s after the restart (${acked.length} in all)`)
 })
