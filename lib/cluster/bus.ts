@@ -92,7 +92,7 @@ const BEHIND_TTL_MS = 1000
 const RETRY_MS = 250
 const PEER_TTL_MS = 1000
 /** After this node's own reconnect (a Redis restart, a failover) the others get this long to resubscribe before one counts as gone. */
-const RECONNECT_GRACE_MS = 4000
+const RECONNECT_GRACE_MS = 10_000
 const ANSWERS_PER_TURN = 256
 /** Frames received out of order remembered per sender (past a gap this wide its sender has given up on it). */
 const SEEN_PER_SENDER = 4096
