@@ -42,6 +42,7 @@ import { controlSocketPath } from './ctl/protocol.js'
 import { ControlServer } from './ctl/server.js'
 import { Tracer } from './trace/tracer.js'
 import { joinCluster, type Clustering } from './cluster/join.js'
+import { watchRedis } from './cluster/redis-alarm.js'
 import { TimerOwnership } from './cluster/timer-ownership.js'
 
 export interface NodeOptions {
@@ -225,6 +226,10 @@ export class BrokerNode {
       }, async (cluster) => await cluster.leave())
       clustering = cluster
       service.cluster = cluster.cluster
+      const storeRedis = backend.redis
+      if (storeRedis !== undefined) {
+        await step('redis alarm', () => watchRedis(storeRedis, observability.alarms, config.get('cluster.bus.window')), (unwatch) => unwatch())
+      }
       observability.nodeNames = cluster.liveNodes
       cluster.onMembersChanged(() => observability.sysTopics.brokers())
       cluster.onNodeLeft((left) => {

@@ -2,11 +2,14 @@
 //   u8 version (1) | u8 kind | 8 bytes sender | u32 sequence | u32 count
 //   then, for `messages`, count × (u32 length | msgpack of the packet)
 // The sequence numbers a sender's message frames (a retried frame keeps its
-// number, so a receiver that saw it once drops the copy); `behind` and
-// `resumed` frames carry no message: the sender's deliveries are behind (or
-// caught up) and publishers on every node should wait; `hello` says the
-// sender is on the bus (every node counts the others it hears), `bye` that it
-// leaves it.
+// number, so a receiver that saw it once drops the copy); a control frame
+// carries the sender's latest message frame number. `behind` and `resumed`
+// say the sender's deliveries are behind (or caught up) and publishers on
+// every node should wait; `hello` says the sender is on the bus (every node
+// counts the others it hears), `bye` that it leaves it. `hello`, `behind` and
+// `resumed` carry the sender's receipts instead of messages: count ×
+// (u32 length = 12 | 8 bytes of another sender | u32 the frame number up to
+// which the sender has every frame of that one).
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
@@ -32,6 +35,26 @@ export interface Frame {
 export const encodeMessage = (packet: object): Buffer => msgpack.encode(packet)
 
 export const decodeMessage = (encoded: Buffer): Record<string, unknown> => msgpack.decode(encoded) as Record<string, unknown>
+
+export interface Receipt {
+  /** the sender whose frames were received, hex */
+  sender: string
+  /** every frame of that sender up to this number was received */
+  upTo: number
+}
+
+export function encodeReceipt (sender: string, upTo: number): Buffer {
+  const receipt = Buffer.alloc(SENDER_BYTES + 4)
+  receipt.write(sender, 0, SENDER_BYTES, 'hex')
+  receipt.writeUInt32BE(upTo >>> 0, SENDER_BYTES)
+  return receipt
+}
+
+/** null for an entry that is not a receipt */
+export function decodeReceipt (entry: Buffer): Receipt | null {
+  if (entry.length !== SENDER_BYTES + 4) return null
+  return { sender: entry.toString('hex', 0, SENDER_BYTES), upTo: entry.readUInt32BE(SENDER_BYTES) }
+}
 
 export function encodeFrame (kind: FrameKind, sender: Buffer, sequence: number, messages: Buffer[] = []): Buffer {
   let size = HEADER

@@ -14,19 +14,30 @@
 // read) once it is delivered here, acknowledged by Redis and the bus is no
 // longer behind. With `overflow = drop_qos0` a QoS 0 message (not $SYS) met
 // while behind is delivered here only, and counted as dropped.
+// While Redis is unreachable a message does not wait for it: its publisher is
+// acknowledged once it is delivered here and its frame is queued (sent when
+// Redis is back); `window` of them queued hold the publishers.
 // A frame is taken when Redis has handed it to every node on the bus: PUBLISH
 // answers how many subscribers got it, and each node hears the others' `hello`
 // (every BEHIND_RENEW_MS). A frame Redis refused (connection lost, failover)
 // or that reached fewer nodes than this one hears (one of them is
 // resubscribing after a reconnect) is sent again; receivers drop a frame they
 // saw already (sender, sequence). A node not heard for PEER_TTL_MS while this
-// one listens is gone (its loss holds the bus that long at most); after this
-// node's own (re)subscribe every known node gets RECONNECT_GRACE_MS.
+// one listens is gone (its loss holds the bus that long at most); while this
+// node's own subscriber connection is down, and for RECONNECT_GRACE_MS after
+// it is back, no node is judged gone (nothing could be heard meanwhile).
+// Redis handing a frame to a subscriber is not the subscriber having it: a
+// Redis killed (a Sentinel failover) loses what it had not yet written to
+// the subscribers' sockets. So every message frame is also kept until each
+// node says it has it (its receipts ride on its control frames, at most
+// RECEIPT_MS after it received a frame), and sent again every RESEND_MS while
+// some node does not; more than UNCONFIRMED_WINDOWS × window messages kept so
+// holds the publishers.
 import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type { Redis } from 'ioredis'
 import type mqemitter from 'mqemitter'
-import { decodeFrame, decodeMessage, encodeFrame, encodeMessage, type FrameKind } from './bus-frame.js'
+import { decodeFrame, decodeMessage, decodeReceipt, encodeFrame, encodeMessage, encodeReceipt, type FrameKind } from './bus-frame.js'
 
 const require = createRequire(import.meta.url)
 
@@ -58,6 +69,8 @@ export interface BusOptions {
 export interface BusState {
   /** messages handed to Redis and not acknowledged */
   outstanding: number
+  /** messages in frames some other node has not yet said it received */
+  unconfirmed: number
   /** messages waiting for delivery on this node */
   queued: number
   /** publishers' acknowledgements held until the bus catches up */
@@ -79,10 +92,15 @@ const BEHIND_TTL_MS = 1000
 const RETRY_MS = 250
 const PEER_TTL_MS = 1000
 /** After this node's own reconnect (a Redis restart, a failover) the others get this long to resubscribe before one counts as gone. */
-const RECONNECT_GRACE_MS = 4000
+const RECONNECT_GRACE_MS = 10_000
 const ANSWERS_PER_TURN = 256
-/** Frames remembered per sender to drop a resent copy. */
+/** Frames received out of order remembered per sender (past a gap this wide its sender has given up on it). */
 const SEEN_PER_SENDER = 4096
+/** How soon a node says which frames it received, and how long a sender waits for that before sending a frame again. */
+const RECEIPT_MS = 50
+const RESEND_MS = 1000
+/** Messages kept for nodes that have not said they received them, in windows, before publishers wait. */
+const UNCONFIRMED_WINDOWS = 4
 /** Senders remembered (a node's sender changes at every start). */
 const SENDERS = 256
 
@@ -106,9 +124,16 @@ export class RedisBus extends MQEmitter {
   readonly #remoteBehind = new Map<string, number>()
   /** the other nodes on the bus: when each was last heard */
   readonly #peers = new Map<string, number>()
-  /** since when this node's subscriber connection has been listening (a node is gone only after this long without a word) */
-  #listeningSince = Date.now()
-  readonly #seen = new Map<string, Set<number>>()
+  /** since when this node's subscriber connection has been listening; undefined while it is not (a node is gone only after this long without a word) */
+  #listeningSince: number | undefined
+  /** this node's message frames some other node has not said it received, by number (ascending) */
+  readonly #unconfirmed = new Map<number, { frame: Buffer, messages: number, sentAt: number }>()
+  #unconfirmedMessages = 0
+  /** per other node: up to which frame number it has every frame of this one */
+  readonly #confirmed = new Map<string, number>()
+  /** per sender: every frame up to `upTo` received, and those above it */
+  readonly #received = new Map<string, { upTo: number, above: Set<number> }>()
+  #receiptScheduled = false
   readonly #subscribed: Promise<unknown>
   readonly #timer: NodeJS.Timeout
   /** called for each QoS 0 message kept off the bus by `drop_qos0` (the node counts it as dropped) */
@@ -123,6 +148,7 @@ export class RedisBus extends MQEmitter {
     this.#subscribed = options.sub.subscribe(options.channel).then(() => { this.#listeningSince = Date.now() }, noop)
     // ioredis subscribes again after a reconnect
     options.sub.on('ready', () => { this.#listeningSince = Date.now() })
+    options.sub.on('close', () => { this.#listeningSince = undefined })
     this.#timer = setInterval(() => this.#tick(), BEHIND_RENEW_MS).unref()
   }
 
@@ -167,6 +193,8 @@ export class RedisBus extends MQEmitter {
     }
     clearInterval(this.#timer)
     this.#flush()
+    this.#unconfirmed.clear()
+    this.#unconfirmedMessages = 0
     // the others stop waiting for this node at once
     this.#control('bye')
     const held = this.#held
@@ -180,6 +208,7 @@ export class RedisBus extends MQEmitter {
   /** Publishers wait while this is true. */
   behind (): boolean {
     if (this.#outstanding >= this.#options.window || this.#reportedBehind) return true
+    if (this.#unconfirmedMessages >= this.#options.window * UNCONFIRMED_WINDOWS) return true
     if (this.#remoteBehind.size === 0) return false
     const now = Date.now()
     for (const [node, until] of this.#remoteBehind) {
@@ -192,6 +221,7 @@ export class RedisBus extends MQEmitter {
   state (): BusState {
     return {
       outstanding: this.#outstanding,
+      unconfirmed: this.#unconfirmedMessages,
       queued: this.length,
       held: this.#held.length,
       dropped: this.#dropped,
@@ -216,69 +246,133 @@ export class RedisBus extends MQEmitter {
     this.#flushScheduled = false
     if (this.#frame.length === 0) return
     const frame = encodeFrame('messages', this.#tag, ++this.#sequence, this.#frame)
-    const dones = this.#frameDones
+    const count = this.#frameDones.length
+    // Redis unreachable: the frame waits here (it counts in #outstanding), its publishers do not
+    const dones = this.#options.pub.status === 'ready' ? this.#frameDones : this.#answerAll(this.#frameDones)
     this.#frame = []
     this.#frameDones = []
     this.#frameBytes = 0
-    this.#send(frame, dones)
+    if (this.#peers.size > 0) {
+      this.#unconfirmed.set(this.#sequence, { frame, messages: count, sentAt: Date.now() })
+      this.#unconfirmedMessages += count
+    }
+    this.#send(frame, dones, count)
   }
 
-  #send (frame: Buffer, dones: Done[]): void {
+  /** Settles the messages' bus part now; nothing is left to wait for. */
+  #answerAll (dones: Done[]): Done[] {
+    for (const done of dones) done()
+    return []
+  }
+
+  #send (frame: Buffer, dones: Done[], count: number): void {
     this.#options.pub.publish(this.#options.channel, frame).then((receivers) => {
       if (receivers < this.#needed() && !this.closed) {
-        setTimeout(() => this.#send(frame, dones), RETRY_MS).unref()
+        setTimeout(() => this.#send(frame, dones, count), RETRY_MS).unref()
         return
       }
-      this.#outstanding -= dones.length
+      this.#outstanding -= count
       for (const done of dones) done()
       this.#release()
     }, (err: Error) => {
       if (!this.closed) {
-        setTimeout(() => this.#send(frame, dones), RETRY_MS).unref()
+        setTimeout(() => this.#send(frame, this.#options.pub.status === 'ready' ? dones : this.#answerAll(dones), count), RETRY_MS).unref()
         return
       }
-      this.#outstanding -= dones.length
+      this.#outstanding -= count
       for (const done of dones) done(err)
     })
   }
 
   /** Subscribers a frame must reach: every node heard (or not yet given up on), and this one while it listens. */
   #needed (): number {
-    const now = Date.now()
-    const judging = now - this.#listeningSince >= RECONNECT_GRACE_MS
-    let alive = 0
-    for (const [peer, heard] of this.#peers) {
-      if (!judging || now - heard < PEER_TTL_MS) alive++
-      else this.#peers.delete(peer)
-    }
-    return alive + (this.#options.sub.status === 'ready' ? 1 : 0)
+    this.#judgePeers()
+    return this.#peers.size + (this.#options.sub.status === 'ready' ? 1 : 0)
   }
 
+  /** Forgets the nodes not heard for PEER_TTL_MS, once this one has listened long enough to have heard them. */
+  #judgePeers (): void {
+    const now = Date.now()
+    if (this.#listeningSince === undefined || now - this.#listeningSince < RECONNECT_GRACE_MS) return
+    for (const [peer, heard] of this.#peers) {
+      if (now - heard >= PEER_TTL_MS) this.#forget(peer)
+    }
+  }
+
+  #forget (peer: string): void {
+    this.#peers.delete(peer)
+    this.#remoteBehind.delete(peer)
+    this.#confirmed.delete(peer)
+    this.#prune()
+  }
+
+  /** Lets go of the frames every node has said it received. */
+  #prune (): void {
+    let low = Infinity
+    for (const peer of this.#peers.keys()) low = Math.min(low, this.#confirmed.get(peer) ?? this.#sequence)
+    const before = this.#unconfirmedMessages
+    for (const [sequence, kept] of this.#unconfirmed) {
+      if (sequence > low) break
+      this.#unconfirmed.delete(sequence)
+      this.#unconfirmedMessages -= kept.messages
+    }
+    if (this.#unconfirmedMessages < before) this.#release()
+  }
+
+  /** Sends again the frames some node has not said it received for RESEND_MS (their copies are dropped by those that had them). */
+  #resend (): void {
+    if (this.#unconfirmed.size === 0 || this.#options.pub.status !== 'ready') return
+    const now = Date.now()
+    for (const kept of this.#unconfirmed.values()) {
+      if (now - kept.sentAt < RESEND_MS) continue
+      kept.sentAt = now
+      this.#options.pub.publish(this.#options.channel, kept.frame).catch(noop)
+    }
+  }
+
+  /** A control frame: this node's latest frame number and, but for `bye`, its receipts. */
   #control (kind: FrameKind): void {
-    this.#options.pub.publish(this.#options.channel, encodeFrame(kind, this.#tag, 0)).catch(noop)
+    const receipts: Buffer[] = []
+    if (kind !== 'bye') {
+      for (const [sender, received] of this.#received) {
+        if (this.#peers.has(sender)) receipts.push(encodeReceipt(sender, received.upTo))
+      }
+    }
+    this.#options.pub.publish(this.#options.channel, encodeFrame(kind, this.#tag, this.#sequence, receipts)).catch(noop)
+  }
+
+  #scheduleReceipts (): void {
+    if (this.#receiptScheduled) return
+    this.#receiptScheduled = true
+    setTimeout(() => {
+      this.#receiptScheduled = false
+      if (!this.closed) this.#control(this.#reportedBehind ? 'behind' : 'hello')
+    }, RECEIPT_MS).unref()
   }
 
   #receive (data: Buffer): void {
     const frame = decodeFrame(data)
     if (frame === null || frame.sender === this.#tagHex || this.closed) return
     if (frame.kind === 'bye') {
-      this.#peers.delete(frame.sender)
-      this.#remoteBehind.delete(frame.sender)
+      this.#forget(frame.sender)
       this.#release()
       return
     }
+    // a node newly heard owes receipts only for the frames sent from now on
+    if (!this.#peers.has(frame.sender)) this.#confirmed.set(frame.sender, this.#sequence)
     this.#peers.set(frame.sender, Date.now())
-    if (frame.kind === 'hello') return
-    if (frame.kind === 'behind') {
-      this.#remoteBehind.set(frame.sender, Date.now() + BEHIND_TTL_MS)
+    const fresh = this.#receivedFrame(frame.sender, frame.sequence, frame.kind === 'messages')
+    if (frame.kind !== 'messages') {
+      this.#receipts(frame.sender, frame.messages)
+      if (frame.kind === 'behind') this.#remoteBehind.set(frame.sender, Date.now() + BEHIND_TTL_MS)
+      if (frame.kind === 'resumed') {
+        this.#remoteBehind.delete(frame.sender)
+        this.#release()
+      }
       return
     }
-    if (frame.kind === 'resumed') {
-      this.#remoteBehind.delete(frame.sender)
-      this.#release()
-      return
-    }
-    if (this.#seenBefore(frame.sender, frame.sequence)) return
+    if (!fresh) return
+    this.#scheduleReceipts()
     for (const encoded of frame.messages) {
       let packet: Record<string, unknown>
       try {
@@ -292,17 +386,37 @@ export class RedisBus extends MQEmitter {
     this.#checkQueue()
   }
 
-  #seenBefore (sender: string, sequence: number): boolean {
-    let seen = this.#seen.get(sender)
-    if (seen === undefined) {
-      seen = new Set()
-      this.#seen.set(sender, seen)
+  /**
+   * Notes a frame of `sender`; true for a message frame not received before.
+   * A sender first heard by a control frame (which carries its latest frame
+   * number) owes this node the frames after it; first heard by a message
+   * frame, that frame and those after it.
+   */
+  #receivedFrame (sender: string, sequence: number, messages: boolean): boolean {
+    let received = this.#received.get(sender)
+    if (received === undefined) {
+      received = { upTo: messages ? sequence - 1 : sequence, above: new Set() }
+      this.#received.set(sender, received)
+      if (this.#received.size > SENDERS) this.#received.delete(this.#received.keys().next().value as string)
     }
-    if (seen.has(sequence)) return true
-    if (seen.size === 0 && this.#seen.size > SENDERS) this.#seen.delete(this.#seen.keys().next().value as string)
-    seen.add(sequence)
-    if (seen.size > SEEN_PER_SENDER) seen.delete(seen.values().next().value as number)
-    return false
+    if (!messages || sequence <= received.upTo || received.above.has(sequence)) return false
+    received.above.add(sequence)
+    if (received.above.size > SEEN_PER_SENDER) received.upTo = Math.min(...received.above) - 1
+    while (received.above.delete(received.upTo + 1)) received.upTo++
+    return true
+  }
+
+  /** `sender` says up to which frame it has every one of this node's. */
+  #receipts (sender: string, entries: Buffer[]): void {
+    for (const entry of entries) {
+      const receipt = decodeReceipt(entry)
+      if (receipt?.sender !== this.#tagHex) continue
+      if (receipt.upTo > (this.#confirmed.get(sender) ?? -1)) {
+        this.#confirmed.set(sender, receipt.upTo)
+        this.#prune()
+      }
+      return
+    }
   }
 
   #afterDelivery (): void {
@@ -358,6 +472,8 @@ export class RedisBus extends MQEmitter {
 
   #tick (): void {
     this.#control(this.#reportedBehind ? 'behind' : 'hello')
+    this.#judgePeers()
+    this.#resend()
     this.#release()
   }
 }
