@@ -25,6 +25,9 @@ const ACKS_AFTER = 30
 /** a loaded 2-core box: bounds, not speeds */
 const DEADLINE_MS = 60_000
 
+// three nodes and a load on a loaded 2-core box: far more than tap's 30 s (about 25 s on a quiet one)
+t.setTimeout(240_000)
+
 // no queue cap: what is measured is loss to the node's death, not max_mqueue_len
 const cluster = await startCluster({ settings: { 'zone.external.max_mqueue_len': 0 } })
 t.teardown(cluster.close)
@@ -83,6 +86,8 @@ function publisher (p: number, nodes: ClusterNode[]): Publisher {
 }
 
 t.test('kill -9 of one node of three under QoS 1 load', async (t) => {
+  const started = Date.now()
+  const progress = (what: string): void => t.comment(`${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`)
   const v5Session = { protocolVersion: 5 as const, clean: false, properties: { sessionExpiryInterval: 300 } }
   // live subscribers on the nodes that stay
   const live = await Promise.all([n1, n2].map(async (node, i) => await subscriber(node, undefined, `nl-live-${i + 1}`, 'nl/load/#', { protocolVersion: 5 })))
@@ -109,6 +114,7 @@ t.test('kill -9 of one node of three under QoS 1 load', async (t) => {
     await keep(n3.mqttUrl, { clientId: `nl-will-${w}`, ...version, will: { topic: `nl/will/${w}`, payload: Buffer.from(`will ${w}`), qos: 1, retain: false } })
   }
 
+  progress('subscribers and will clients connected')
   const publishers = [publisher(0, [n1]), publisher(1, [n2]), publisher(2, [n3, n1]), publisher(3, [n3, n2])]
   const allAcked = (): string[] => publishers.flatMap((p) => p.acked.map((a) => a.payload))
   await waitFor(() => allAcked().length >= ACKS_BEFORE && publishers.every((p) => p.acked.length > 0), DEADLINE_MS, `${ACKS_BEFORE} messages acknowledged before the kill`)
@@ -116,6 +122,7 @@ t.test('kill -9 of one node of three under QoS 1 load', async (t) => {
   await cluster.kill9(n3)
   const killedAt = Date.now()
   const ackedBefore = allAcked().length
+  progress(`n3 killed after ${ackedBefore} messages acknowledged`)
 
   await waitFor(() => publishers.every((p) => p.acked.filter((a) => a.at > killedAt).length >= ACKS_AFTER), DEADLINE_MS,
     `every publisher acknowledged ${ACKS_AFTER} times after the kill`)
