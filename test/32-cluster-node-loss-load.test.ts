@@ -38,7 +38,7 @@ const redis = new Redis(cluster.redis.port, '127.0.0.1', { lazyConnect: true })
 t.teardown(() => redis.disconnect())
 
 const keep = async (url: string, options: IClientOptions): Promise<Tracked> => {
-  const tracked = await track(url, { connectTimeout: 30_000, ...options })
+  const tracked = await track(url, { connectTimeout: 60_000, ...options })
   clients.push(tracked.client)
   return tracked
 }
