@@ -47,11 +47,15 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
   const rpc = new ClusterRpc(backend.redis, quietErrors(backend.redis.duplicate()), prefix, service.name,
     async (method, args) => await serveRemote(service, method, args), config.get('cluster.rpc_timeout'), log, seal)
   await rpc.start()
-  const placement = new SharedPlacement(backend.redis, quietErrors(backend.redis.duplicate()), prefix, service.name, log)
+  const heartbeatMs = config.get('cluster.heartbeat_interval')
+  // a dead node is noticed within 4 heartbeats (its deadline is 3 ahead, read every heartbeat)
+  const placement = new SharedPlacement(backend.redis, quietErrors(backend.redis.duplicate()), prefix, service.name, log, 5 * heartbeatMs + 2000)
   await placement.start()
   shared.placement = placement
   const membership = new Membership(backend.redis, prefix, { node: service.name, status: 'Running', started_at: startedAt, engine_id: engineId },
-    config.get('cluster.heartbeat_interval'), log)
+    heartbeatMs, log)
+  membership.on('nodedown', (node: string) => placement.nodeDown(node))
+  membership.on('changed', () => placement.nodesLive(membership.live()))
   return {
     cluster: redisCluster(membership, rpc),
     announce: async (mqttPort) => {

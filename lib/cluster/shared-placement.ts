@@ -3,19 +3,53 @@
 // Redis), and exactly one of them delivers it. Each node records in Redis how
 // many members it has in each group (`<cluster>:shared:<group>`, node → count,
 // changes announced on `<cluster>:shared-changed`); every node then draws the
-// same member out of the cluster-wide total from the message's own identity
-// (publisher for the `hash` strategy, the group for `sticky`, else the
-// message), and only the node holding that member delivers (to one of its
-// members, by the strategy). While a group's counts are changing, a message
-// can be delivered twice or not at all: the counts settle within one Redis
-// round trip.
+// same node from the message's own identity (publisher for the `hash`
+// strategy, the group for `sticky`, else the message) by weighted rendezvous
+// hashing over the nodes with members that it has not seen go down, and only
+// that node delivers (to one of its members, by the strategy).
+//
+// No loss when a node dies or a group's counts change: a node keeps each
+// message it drew for another node for a while (`holdMs`, longer than a dead
+// node takes to be noticed). When a node goes down, the messages held for it
+// are drawn again among the others (rendezvous: each node's next choice is the
+// same on every node, whenever each notices), and the one drawn delivers them;
+// when a node's count drops, so do those held for it in the last second (the
+// other nodes may have learnt of the change that much later). The price is
+// duplicates, as QoS 1 allows: what the dead node had delivered in its last
+// `holdMs`, and what both views gave to two nodes while the counts changed.
 import { createHash } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../log.js'
 
+/** messages held for other nodes at most (oldest dropped beyond it) */
+const HOLD_MAX = 100_000
+/** how much later than the node itself another node may learn that its count dropped */
+const CHANGE_MARGIN_MS = 1000
+
+interface Held { at: number, group: string, identity: string, drawnFor: string, later: () => void, done: boolean }
+
+/** murmur3's finalizer: the draw's hash of (message, node) */
+function mix32 (value: number): number {
+  let h = value
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return h >>> 0
+}
+
+const hash32 = (text: string): number => createHash('md5').update(text).digest().readUInt32BE(0)
+
 export class SharedPlacement {
-  /** group key → the nodes with members (sorted by name), their member counts, and the total: read per message */
-  readonly #counts = new Map<string, { nodes: string[], counts: number[], total: number }>()
+  /** group key → node → its member count, as last read from Redis */
+  readonly #counts = new Map<string, Map<string, number>>()
+  /** nodes the membership saw go down (until seen live again) */
+  readonly #down = new Set<string>()
+  readonly #nodeHashes = new Map<string, number>()
+  /** messages drawn for another node, oldest first */
+  #held: Held[] = []
+  #dropped = 0
   readonly #channel: string
   /** every group that has had members (`<cluster>:shared-groups`), so a node that left is found without a key scan */
   readonly #groups: string
@@ -25,7 +59,9 @@ export class SharedPlacement {
     private readonly sub: Redis,
     private readonly prefix: string,
     private readonly node: string,
-    private readonly logger: Logger
+    private readonly logger: Logger,
+    /** how long a message drawn for another node is kept, should that node turn out dead */
+    private readonly holdMs: number
   ) {
     this.#channel = `${prefix}:shared-changed`
     this.#groups = `${prefix}:shared-groups`
@@ -40,6 +76,7 @@ export class SharedPlacement {
 
   stop (): void {
     this.sub.disconnect()
+    this.#held = []
   }
 
   #key (group: string): string {
@@ -54,16 +91,28 @@ export class SharedPlacement {
     await this.redis.publish(this.#channel, group)
   }
 
-  /** Whether this node delivers the message whose identity is `identity` to `group`. */
-  mine (group: string, identity: string): boolean {
-    const placed = this.#counts.get(group)
-    if (placed === undefined || placed.total === 0) return true
-    let draw = createHash('md5').update(identity).digest().readUInt32BE(0) % placed.total
-    for (let i = 0; i < placed.nodes.length; i++) {
-      draw -= placed.counts[i]
-      if (draw < 0) return placed.nodes[i] === this.node
-    }
+  /**
+   * Whether this node delivers the message whose identity is `identity` to
+   * `group`. When another node does, `later` is kept and called should the
+   * message be drawn for this node again (that node went down, or its count dropped).
+   */
+  claim (group: string, identity: string, later: () => void): boolean {
+    const drawn = this.#draw(group, identity)
+    if (drawn === undefined || drawn === this.node) return true
+    this.#hold({ at: Date.now(), group, identity, drawnFor: drawn, later, done: false })
     return false
+  }
+
+  /** The membership saw `node` go down: it draws nothing more, and what was held for it is drawn again. */
+  nodeDown (node: string): void {
+    if (node === this.node) return
+    this.#down.add(node)
+    this.#redraw(this.#held, (held) => held.drawnFor === node)
+  }
+
+  /** The live nodes now: a node seen down that is back draws again. */
+  nodesLive (live: string[]): void {
+    for (const node of live) this.#down.delete(node)
   }
 
   /** A node left the cluster: its members are gone from every group. */
@@ -73,18 +122,78 @@ export class SharedPlacement {
     }
   }
 
+  /** Weighted rendezvous: the node with members, not seen down, whose score for this message is highest; undefined when none. */
+  #draw (group: string, identity: string): string | undefined {
+    const counts = this.#counts.get(group)
+    if (counts === undefined) return undefined
+    const message = hash32(identity)
+    let best: string | undefined
+    let bestScore = -1
+    for (const [node, count] of counts) {
+      if (count <= 0 || this.#down.has(node)) continue
+      const uniform = (mix32(message ^ this.#nodeHash(node)) + 0.5) / 0x1_0000_0000
+      const score = count / -Math.log(uniform)
+      if (score > bestScore || (score === bestScore && best !== undefined && node < best)) {
+        best = node
+        bestScore = score
+      }
+    }
+    return best
+  }
+
+  #nodeHash (node: string): number {
+    let value = this.#nodeHashes.get(node)
+    if (value === undefined) {
+      value = hash32(node)
+      this.#nodeHashes.set(node, value)
+    }
+    return value
+  }
+
+  #hold (held: Held): void {
+    const expired = this.#held.findIndex((h) => h.at >= held.at - this.holdMs)
+    if (expired !== 0) this.#held.splice(0, expired < 0 ? this.#held.length : expired)
+    if (this.#held.length >= HOLD_MAX) {
+      // a tenth at a time, so a full hold does not copy itself per message
+      this.#held.splice(0, HOLD_MAX / 10)
+      if (this.#dropped++ % 100 === 0) this.logger.warn({ held: HOLD_MAX }, 'shared subscription messages held for other nodes past the bound: the oldest are no longer kept for a node\'s loss')
+    }
+    this.#held.push(held)
+  }
+
+  /** Draws the held messages that `which` picks again; delivers here those now drawn for this node. */
+  #redraw (candidates: Held[], which: (held: Held) => boolean): void {
+    const since = Date.now() - this.holdMs
+    for (const held of candidates) {
+      if (held.done || held.at < since || !which(held)) continue
+      const drawn = this.#draw(held.group, held.identity)
+      if (drawn !== undefined && drawn !== this.node) {
+        held.drawnFor = drawn
+        continue
+      }
+      held.done = true
+      held.later()
+    }
+  }
+
   #refresh (group: string): void {
     this.#load(group, true).catch((err: Error) => this.logger.warn({ err: err.message, group }, 'shared subscription counts not read'))
   }
 
   async #load (group: string, keep: boolean): Promise<void> {
+    const before = this.#counts.get(group)
     if (!keep) {
       this.#counts.delete(group)
       return
     }
     const all = await this.redis.hgetall(this.#key(group))
-    const nodes = Object.keys(all).sort()
-    const counts = nodes.map((node) => Number(all[node]))
-    this.#counts.set(group, { nodes, counts, total: counts.reduce((sum, n) => sum + n, 0) })
+    const counts = new Map(Object.entries(all).map(([node, count]) => [node, Number(count)]))
+    this.#counts.set(group, counts)
+    const dropped = [...(before ?? [])].filter(([node, count]) => (counts.get(node) ?? 0) < count).map(([node]) => node)
+    if (dropped.length === 0) return
+    const since = Date.now() - CHANGE_MARGIN_MS
+    let first = this.#held.length
+    while (first > 0 && this.#held[first - 1].at >= since) first--
+    this.#redraw(this.#held.slice(first), (held) => held.group === group && dropped.includes(held.drawnFor))
   }
 }

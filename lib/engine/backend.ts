@@ -51,6 +51,21 @@ function withStreams (persistence: AedesPersistence): AedesPersistence {
   return persistence
 }
 
+/**
+ * Every live node sweeps the stored wills of nodes that stopped beating (Aedes'
+ * `_clearWills`, every 4 heartbeats); the engine patch publishes a will only
+ * on the node whose `claimWill` won it (SET NX), so it fires once, not once per
+ * node whose sweep read it before the first one deleted it. The claim expires
+ * (the winner died before publishing: a later sweep fires it).
+ */
+function withWillClaim (persistence: AedesPersistence, redis: Redis, prefix: string, heartbeatMs: number): AedesPersistence {
+  const ttlMs = Math.max(10_000, 8 * heartbeatMs)
+  return Object.assign(persistence, {
+    claimWill: async (will: { brokerId: string, clientId: string }): Promise<boolean> =>
+      await redis.set(`${prefix}:will-claim:${will.brokerId}:${will.clientId}`, '1', 'PX', ttlMs, 'NX') === 'OK'
+  })
+}
+
 /** Aedes' default delivery concurrency (the engine is not given another). */
 const ENGINE_CONCURRENCY = 100
 
@@ -72,7 +87,7 @@ export async function openBackend (config: Config, dataDir: string): Promise<Bac
   const prefix = config.get('cluster.name')
   return {
     db,
-    persistence: withStreams(new AsyncRedisPersistence({ conn: connectRedis(config) })),
+    persistence: withWillClaim(withStreams(new AsyncRedisPersistence({ conn: connectRedis(config) })), redis, prefix, config.get('cluster.heartbeat_interval')),
     mq: new RedisBus({
       pub: connectRedis(config),
       sub: connectRedis(config),
