@@ -145,7 +145,8 @@ export class RedisBus extends MQEmitter {
     options.sub.on('messageBuffer', (channel: Buffer, data: Buffer) => {
       if (channel.toString() === options.channel) this.#receive(data)
     })
-    this.#subscribed = options.sub.subscribe(options.channel).then(() => { this.#listeningSince = Date.now() }, noop)
+    // no grace at the first subscribe: no node has been heard yet, so none can be judged unheard
+    this.#subscribed = options.sub.subscribe(options.channel).then(() => { this.#listeningSince = Date.now() - RECONNECT_GRACE_MS }, noop)
     // ioredis subscribes again after a reconnect
     options.sub.on('ready', () => { this.#listeningSince = Date.now() })
     options.sub.on('close', () => { this.#listeningSince = undefined })
