@@ -9,6 +9,7 @@
 // and cstime when it is reaped, so the tree's sum stays continuous.
 import { readdirSync, readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
+import { envNumber } from './env.js'
 
 /** Clock ticks per second of /proc's CPU times (USER_HZ; 100 on every Linux Node.js supports). */
 const TICKS_PER_SECOND = 100
@@ -100,16 +101,9 @@ export interface DisturbancePolicy {
 }
 
 export function disturbancePolicy (env: NodeJS.ProcessEnv = process.env): DisturbancePolicy {
-  const number = (name: string, fallback: number, integer: boolean): number => {
-    const raw = env[name]
-    if (raw === undefined || raw === '') return fallback
-    const value = Number(raw)
-    if (!Number.isFinite(value) || value < 0 || (integer && !Number.isInteger(value))) throw new Error(`${name}=${raw}: expected a number ≥ 0`)
-    return value
-  }
   return {
-    maxOtherCores: number('BENCH_MAX_OTHER_CPU', 0.25, false),
-    retries: number('BENCH_RETRIES', 2, true),
+    maxOtherCores: envNumber('BENCH_MAX_OTHER_CPU', 0.25, { zero: true }, env),
+    retries: envNumber('BENCH_RETRIES', 2, { zero: true, integer: true }, env),
     allow: env.BENCH_ALLOW_DISTURBED === '1',
     cores: availableParallelism()
   }

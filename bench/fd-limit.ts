@@ -6,6 +6,8 @@ import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 
 const RAISED = 'BENCH_NOFILE_RAISED'
+/** File descriptors a server needs beside its connections */
+export const FD_HEADROOM = 200
 
 /** Soft RLIMIT_NOFILE of this process, which the servers and workers inherit. */
 export function openFileLimit (): number {

@@ -11,7 +11,8 @@ import { loadavg } from 'node:os'
 import { ACL_CHAIN_SECTION, measureAclChain, type AclChainFigures } from './acl-chain.js'
 import { describeDisturbance, disturbancePolicy, sampleDisturbance, watchDisturbance, type Disturbance, type DisturbancePolicy } from './disturbance.js'
 import { CLUSTER_SECTION, QOS_LEVELS, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
-import { openFileLimit, rerunWithOpenFiles } from './fd-limit.js'
+import { envNumber } from './env.js'
+import { FD_HEADROOM, openFileLimit, rerunWithOpenFiles } from './fd-limit.js'
 import { GATEWAY_RUNS, GATEWAYS_SECTION, runGatewaysSection, type GatewayResults } from './gateways.js'
 import { MEMORY_SECTION, runMemorySection, type MemoryResults } from './memory.js'
 import { PARTS } from './heap-parts.js'
@@ -21,21 +22,9 @@ import { cpuProfile, killAllNow, onPath, Server, type ServerKind } from './serve
 import { HOOK_LOADS, HOOK_SETUPS, runWebHookSection, WEB_HOOK_SECTION, type WebHookResults } from './web-hook.js'
 
 const WORKERS = 2
-/** File descriptors a server needs beside its connections */
-const FD_HEADROOM = 200
 const LABELS: Record<ServerKind, string> = { bare: 'bare aedes', mosquitto: 'mosquitto', broker: 'broker' }
 
 type Figures = Record<string, number>
-
-function positiveNumber (name: string, fallback: number, integer: boolean): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const value = Number(raw)
-  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
-    throw new Error(`${name}=${raw}: expected a positive ${integer ? 'integer' : 'number'}`)
-  }
-  return value
-}
 
 /** The scenarios of the table and whether the cluster, gateways, web-hook and acl-chain sections run, as BENCH_ONLY says. */
 function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways: boolean, webHook: boolean, aclChain: boolean, memory: boolean } {
@@ -228,8 +217,8 @@ function printMemory (connections: number, results: MemoryResults): void {
 }
 
 async function main (): Promise<number> {
-  const seconds = positiveNumber('BENCH_SECONDS', 5, false)
-  let connections = positiveNumber('BENCH_CONNECTIONS', 2000, true)
+  const seconds = envNumber('BENCH_SECONDS', 5)
+  let connections = envNumber('BENCH_CONNECTIONS', 2000, { integer: true })
   const rerun = rerunWithOpenFiles(connections + FD_HEADROOM)
   if (rerun !== null) return rerun
   const { selected, cluster: runCluster, gateways: runGateways, webHook: runWebHook, aclChain: runAclChain, memory: runMemory } = selectScenarios()
@@ -280,7 +269,7 @@ async function main (): Promise<number> {
   const section = async <T>(name: string, run: () => Promise<T>): Promise<T | null> => await undisturbedSection(name, policy, notes, errors, run)
   const cluster = runCluster ? await section(CLUSTER_SECTION, async () => await runClusterSection(seconds, base.note, errors)) : null
   const gateways = runGateways ? await section(GATEWAYS_SECTION, async () => await runGatewaysSection(seconds, errors)) : null
-  const hookRounds = positiveNumber('BENCH_HOOK_ROUNDS', 3, true)
+  const hookRounds = envNumber('BENCH_HOOK_ROUNDS', 3, { integer: true })
   const webHook = runWebHook ? await section(WEB_HOOK_SECTION, async () => await runWebHookSection(seconds, hookRounds, errors)) : null
   let aclChain: AclChainFigures | null = null
   if (runAclChain) {

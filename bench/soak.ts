@@ -11,7 +11,8 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describeDisturbance, disturbancePolicy, watchDisturbance } from './disturbance.js'
-import { rerunWithOpenFiles } from './fd-limit.js'
+import { envNumber } from './env.js'
+import { FD_HEADROOM, rerunWithOpenFiles } from './fd-limit.js'
 import { plot } from './plot.js'
 import { killAllNow, ROOT, Server, track } from './servers.js'
 import type { FromSoakWorker, SoakCounts, SoakRole, ToSoakWorker } from './soak-worker.js'
@@ -20,14 +21,6 @@ const SAMPLE_MS = 5000
 /** After the publishers stop, deliveries may go on this long after the last one counted. */
 const DRAIN_QUIET_MS = 5000
 const DRAIN_MAX_MS = 60_000
-
-function setting (name: string, fallback: number): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const value = Number(raw)
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name}=${raw}: expected a positive number`)
-  return value
-}
 
 interface ProbeLine { t: number, rss: number, heapUsed: number, external: number, loopP99Ms: number, loopMaxMs: number }
 interface Sample { seconds: number, rssMiB: number, heapMiB: number, loopP99Ms: number, loopMaxMs: number, deliveriesPerS: number }
@@ -86,13 +79,13 @@ function percentile (values: number[], p: number): number {
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 async function main (): Promise<number> {
-  const seconds = setting('SOAK_SECONDS', 600)
-  const clients = Math.round(setting('SOAK_CLIENTS', 10_000))
-  const rate = setting('SOAK_RATE', 5000)
-  const warmup = setting('SOAK_WARMUP_SECONDS', Math.min(120, seconds / 5))
+  const seconds = envNumber('SOAK_SECONDS', 600)
+  const clients = envNumber('SOAK_CLIENTS', 10_000, { integer: true })
+  const rate = envNumber('SOAK_RATE', 5000)
+  const warmup = envNumber('SOAK_WARMUP_SECONDS', Math.min(120, seconds / 5))
   const policy = disturbancePolicy()
   const pairs = Math.floor(clients / 2)
-  const rerun = rerunWithOpenFiles(clients + 200)
+  const rerun = rerunWithOpenFiles(clients + FD_HEADROOM)
   if (rerun !== null) return rerun
   const resultsDir = join(ROOT, 'bench', 'results')
   mkdirSync(resultsDir, { recursive: true })
