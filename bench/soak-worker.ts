@@ -5,6 +5,7 @@
 // sequence number on its topic; subscribers check the numbers (a gap is a lost
 // message, a repeat a duplicate). Counts go to the runner every second.
 import { RawClient } from './client.js'
+import { inLanes, pingEveryHalfKeepalive } from './lanes.js'
 
 export interface SoakRole { kind: 'publishers' | 'subscribers', first: number, count: number, rate: number }
 export type ToSoakWorker = { type: 'setup', port: number, role: SoakRole } | { type: 'go' } | { type: 'stop' } | { type: 'close' }
@@ -24,47 +25,41 @@ let pacing: NodeJS.Timeout | null = null
 const post = (msg: FromSoakWorker): void => { process.send?.(msg) }
 
 async function connectAll (port: number, role: SoakRole): Promise<void> {
-  let next = 0
   const lastSeq = new Uint32Array(role.count)
-  const lane = async (): Promise<void> => {
-    while (next < role.count) {
-      const i = next++
-      const n = role.first + i
-      if (role.kind === 'subscribers') {
-        const client: RawClient = await RawClient.connect({
-          port,
-          clientId: `soak-sub-${n}`,
-          keepalive: KEEPALIVE_S,
-          onLost: () => { counts.lostConnections++ },
-          onPacket: (p) => {
-            if (p.cmd !== 'publish') return
-            if (p.messageId !== undefined) client.send({ cmd: 'puback', messageId: p.messageId })
-            const seq = (p.payload as Buffer).readUInt32BE(0)
-            if (seq <= lastSeq[i]) {
-              counts.duplicates++
-              return
-            }
-            counts.gaps += seq - lastSeq[i] - 1
-            lastSeq[i] = seq
-            counts.received++
+  await inLanes(role.count, CONNECTS_IN_FLIGHT, async (i) => {
+    const n = role.first + i
+    if (role.kind === 'subscribers') {
+      const client: RawClient = await RawClient.connect({
+        port,
+        clientId: `soak-sub-${n}`,
+        keepalive: KEEPALIVE_S,
+        onLost: () => { counts.lostConnections++ },
+        onPacket: (p) => {
+          if (p.cmd !== 'publish') return
+          if (p.messageId !== undefined) client.send({ cmd: 'puback', messageId: p.messageId })
+          const seq = (p.payload as Buffer).readUInt32BE(0)
+          if (seq <= lastSeq[i]) {
+            counts.duplicates++
+            return
           }
-        })
-        clients.push(client)
-        await client.subscribe(`soak/${n}`, 1)
-      } else {
-        clients.push(await RawClient.connect({
-          port,
-          clientId: `soak-pub-${n}`,
-          keepalive: KEEPALIVE_S,
-          onLost: () => { counts.lostConnections++ },
-          onPacket: (p) => { if (p.cmd === 'puback') counts.acked++ }
-        }))
-      }
+          counts.gaps += seq - lastSeq[i] - 1
+          lastSeq[i] = seq
+          counts.received++
+        }
+      })
+      clients[i] = client
+      await client.subscribe(`soak/${n}`, 1)
+    } else {
+      clients[i] = await RawClient.connect({
+        port,
+        clientId: `soak-pub-${n}`,
+        keepalive: KEEPALIVE_S,
+        onLost: () => { counts.lostConnections++ },
+        onPacket: (p) => { if (p.cmd === 'puback') counts.acked++ }
+      })
     }
-  }
-  await Promise.all(Array.from({ length: Math.min(CONNECTS_IN_FLIGHT, role.count) }, lane))
-  // PINGREQ every half keepalive, as a real client does
-  setInterval(() => { for (const c of clients) c.send({ cmd: 'pingreq' }) }, KEEPALIVE_S * 500).unref()
+  })
+  pingEveryHalfKeepalive(clients, KEEPALIVE_S)
 }
 
 function startPublishing (role: SoakRole): void {

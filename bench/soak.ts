@@ -7,14 +7,15 @@
 // the warm-up, the event-loop delay p99, and every acknowledged message that
 // did not arrive. The timeline is written to bench/results/ as JSON, HTML and
 // PNG. See bench/README.md.
-import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describeDisturbance, disturbancePolicy, watchDisturbance } from './disturbance.js'
 import { envNumber } from './env.js'
 import { FD_HEADROOM, rerunWithOpenFiles } from './fd-limit.js'
 import { plot } from './plot.js'
-import { killAllNow, ROOT, Server, track } from './servers.js'
+import { ForkedWorker } from './pool.js'
+import { percentile, slope } from './stats.js'
+import { killAllNow, ROOT, Server } from './servers.js'
 import type { FromSoakWorker, SoakCounts, SoakRole, ToSoakWorker } from './soak-worker.js'
 
 const SAMPLE_MS = 5000
@@ -25,55 +26,21 @@ const DRAIN_MAX_MS = 60_000
 interface ProbeLine { t: number, rss: number, heapUsed: number, external: number, loopP99Ms: number, loopMaxMs: number }
 interface Sample { seconds: number, rssMiB: number, heapMiB: number, loopP99Ms: number, loopMaxMs: number, deliveriesPerS: number }
 
-class SoakWorker {
-  counts: SoakCounts = { sent: 0, acked: 0, received: 0, duplicates: 0, gaps: 0, lostConnections: 0 }
-  readonly child: ChildProcess
-  readonly ready: Promise<void>
-  failure: Error | null = null
+/** Setting up the soak's clients may take this long on a loaded machine. */
+const SETUP_TIMEOUT_MS = 600_000
 
-  constructor (port: number, role: SoakRole) {
-    this.child = fork(join(ROOT, 'dist', 'bench', 'soak-worker.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    track(this.child)
-    this.ready = new Promise((resolve, reject) => {
-      this.child.on('message', (msg: FromSoakWorker) => {
-        if (msg.type === 'ready') resolve()
-        else if (msg.type === 'counts') this.counts = msg.counts
-        else this.failure ??= new Error(`${role.kind}: ${msg.message}`)
-        if (this.failure !== null) reject(this.failure)
-      })
-      this.child.once('exit', (code) => {
-        this.failure ??= new Error(`the ${role.kind}' worker exited (code ${code})`)
-        reject(this.failure)
-      })
-    })
+/** One of the soak's two client workers (bench/soak-worker.ts), with the counts it last sent. */
+class SoakWorker extends ForkedWorker<ToSoakWorker, FromSoakWorker> {
+  counts: SoakCounts = { sent: 0, acked: 0, received: 0, duplicates: 0, gaps: 0, lostConnections: 0 }
+  readonly ready: Promise<unknown>
+
+  constructor (index: number, port: number, role: SoakRole) {
+    super(index, 'soak-worker.js')
+    this.onMessage = (msg) => { if (msg.type === 'counts') this.counts = msg.counts }
+    this.ready = this.next('ready', SETUP_TIMEOUT_MS)
     this.ready.catch(() => {})
     this.send({ type: 'setup', port, role })
   }
-
-  send (msg: ToSoakWorker): void {
-    if (this.child.connected) this.child.send(msg)
-  }
-}
-
-/** Least-squares slope of y over x. */
-function slope (x: number[], y: number[]): number {
-  const n = x.length
-  if (n < 2) return 0
-  const mx = x.reduce((a, b) => a + b, 0) / n
-  const my = y.reduce((a, b) => a + b, 0) / n
-  let num = 0
-  let den = 0
-  for (let i = 0; i < n; i++) {
-    num += (x[i] - mx) * (y[i] - my)
-    den += (x[i] - mx) ** 2
-  }
-  return den === 0 ? 0 : num / den
-}
-
-function percentile (values: number[], p: number): number {
-  if (values.length === 0) return 0
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil(p / 100 * sorted.length) - 1)]
 }
 
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
@@ -96,8 +63,8 @@ async function main (): Promise<number> {
     nodeArgs: ['--import', join(ROOT, 'dist', 'bench', 'soak-probe.js')],
     env: { BENCH_SOAK_FILE: probeFile, BENCH_SOAK_PROBE_MS: String(SAMPLE_MS) }
   })
-  const subscribers = new SoakWorker(server.port, { kind: 'subscribers', first: 0, count: pairs, rate: 0 })
-  const publishers = new SoakWorker(server.port, { kind: 'publishers', first: 0, count: pairs, rate })
+  const subscribers = new SoakWorker(0, server.port, { kind: 'subscribers', first: 0, count: pairs, rate: 0 })
+  const publishers = new SoakWorker(1, server.port, { kind: 'publishers', first: 0, count: pairs, rate })
   try {
     const connectStart = performance.now()
     await Promise.race([Promise.all([subscribers.ready, publishers.ready]), server.died])
@@ -165,7 +132,7 @@ async function main (): Promise<number> {
       rssMiBAtEnd: steady.at(-1)?.rssMiB ?? null,
       rssSlopeMiBPerMin: rssSlope,
       heapSlopeMiBPerMin: heapSlope,
-      loopP99Ms: { median: percentile(steady.map((s) => s.loopP99Ms), 50), worst: Math.max(0, ...steady.map((s) => s.loopP99Ms)) },
+      loopP99Ms: { median: percentile(Float64Array.from(steady, (s) => s.loopP99Ms).sort(), 50), worst: Math.max(0, ...steady.map((s) => s.loopP99Ms)) },
       loopMaxMs: Math.max(0, ...steady.map((s) => s.loopMaxMs)),
       otherCores: others.otherCores
     }

@@ -1,4 +1,4 @@
-// Percentiles of latency samples (nearest-rank).
+// Percentiles of latency samples (nearest-rank), and a trend's slope.
 
 /** The p-th percentile (0 < p <= 100) of ascending `sorted`; NaN when empty. */
 export function percentile (sorted: Float64Array, p: number): number {
@@ -16,4 +16,19 @@ export function mergeSorted (parts: Float64Array[]): Float64Array {
     at += p.length
   }
   return all.sort()
+}
+
+/** Least-squares slope of y over x. */
+export function slope (x: number[], y: number[]): number {
+  const n = x.length
+  if (n < 2) return 0
+  const mx = x.reduce((a, b) => a + b, 0) / n
+  const my = y.reduce((a, b) => a + b, 0) / n
+  let num = 0
+  let den = 0
+  for (let i = 0; i < n; i++) {
+    num += (x[i] - mx) * (y[i] - my)
+    den += (x[i] - mx) ** 2
+  }
+  return den === 0 ? 0 : num / den
 }

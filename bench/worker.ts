@@ -6,6 +6,7 @@ import { SnPublisher } from './sn-client.js'
 import { Lwm2mPublisher } from './lwm2m-client.js'
 import { sendBatch, StompPublisher } from './stomp-client.js'
 import { CoapPublisher, putBatch } from './coap-client.js'
+import { inLanes, pingEveryHalfKeepalive } from './lanes.js'
 
 const PAYLOAD = Buffer.alloc(16, 0x61)
 /** Publishes per socket.write; writing each 30-byte packet alone would cost the client a syscall per message. */
@@ -333,26 +334,22 @@ function idle (port: number, role: Extract<Role, { kind: 'idle' }>): Load {
   return {
     run: async () => {
       const t0 = performance.now()
-      let nextIndex = 0
       let connected = 0
       let refused = 0
       const latencies = new Float64Array(role.connections)
-      const lane = async (): Promise<void> => {
-        while (nextIndex < role.connections) {
-          const id = role.firstId + nextIndex++
-          try {
-            const localAddress = role.localAddresses?.[id % role.localAddresses.length]
-            const started = performance.now()
-            await connect(port, `bench-idle-${id}-${process.pid}`, { keepalive: role.keepalive, protocolVersion: role.protocolVersion, clean: role.clean, localAddress })
-            latencies[connected++] = performance.now() - started
-          } catch {
-            refused++
-          }
+      // PINGREQs from the start, so that the server keeps the first connections however long connecting and measuring take
+      pingEveryHalfKeepalive(clients, role.keepalive)
+      await inLanes(role.connections, IDLE_CONCURRENCY, async (index) => {
+        const id = role.firstId + index
+        try {
+          const localAddress = role.localAddresses?.[id % role.localAddresses.length]
+          const started = performance.now()
+          await connect(port, `bench-idle-${id}-${process.pid}`, { keepalive: role.keepalive, protocolVersion: role.protocolVersion, clean: role.clean, localAddress })
+          latencies[connected++] = performance.now() - started
+        } catch {
+          refused++
         }
-      }
-      // as a real client would: a PINGREQ every half keepalive, so that the server keeps them however long connecting and measuring take
-      if (role.keepalive > 0) setInterval(() => { for (const c of clients) if (c instanceof RawClient) c.send({ cmd: 'pingreq' }) }, role.keepalive * 500).unref()
-      await Promise.all(Array.from({ length: Math.min(IDLE_CONCURRENCY, role.connections) }, lane))
+      })
       return { sent: 0, received: 0, elapsedMs: performance.now() - t0, connected, failed: refused, latenciesMs: latencies.slice(0, connected).sort() }
     }
   }
