@@ -2,6 +2,7 @@
 // the plugin host, then opens the listeners, each part one step of a
 // start/stop stack (lib/lifecycle.ts) that stops them in reverse order.
 // Nothing else lives here.
+import { collectStartupGarbage } from './startup-garbage.js'
 import { join, isAbsolute, resolve } from 'node:path'
 import type { Aedes, Client } from 'aedes'
 import { AccessControl } from './access/access-control.js'
@@ -268,6 +269,7 @@ export class BrokerNode {
 
       // undone by the observability step's stop
       await step('observing', () => observability.attach({ engine, listeners, retained, queues, hooks, shared, restoredSessions: () => timers.restoredSessions() }))
+      collectStartupGarbage()
       // its stop disconnects every client (the engine closes) while the plugins are loaded and see them go
       await step('listening', async () => {
         try {
