@@ -2,6 +2,7 @@
 // the plugin host, then opens the listeners, each part one step of a
 // start/stop stack (lib/lifecycle.ts) that stops them in reverse order.
 // Nothing else lives here.
+import { collectStartupGarbage } from './startup-garbage.js'
 import { join, isAbsolute, resolve } from 'node:path'
 import type { Aedes, Client } from 'aedes'
 import { AccessControl } from './access/access-control.js'
@@ -56,6 +57,8 @@ export interface NodeOptions {
   lenientPlugins?: boolean
   /** aborted (a signal during start-up): the start stops at its next step and unwinds what started */
   signal?: AbortSignal
+  /** one full GC of the start-up garbage before the listeners open (`bin/broker`; not in-process test nodes, which start many) */
+  collectStartupGarbage?: boolean
 }
 
 interface Parts {
@@ -139,7 +142,7 @@ export class BrokerNode {
    * pushes its stop, and `stop()` (or a part that fails to start) unwinds them
    * in reverse.
    */
-  static async start ({ config, logger, root, pluginDirs = [], lenientPlugins = false, signal }: NodeOptions): Promise<BrokerNode> {
+  static async start ({ config, logger, root, pluginDirs = [], lenientPlugins = false, signal, collectStartupGarbage: collectGarbage = false }: NodeOptions): Promise<BrokerNode> {
     assertEnginePatched(root)
     const dataDir = resolvePath(root, config.get('node.data_dir'))
     const lifecycle = new NodeLifecycle()
@@ -268,6 +271,7 @@ export class BrokerNode {
 
       // undone by the observability step's stop
       await step('observing', () => observability.attach({ engine, listeners, retained, queues, hooks, shared, restoredSessions: () => timers.restoredSessions() }))
+      if (collectGarbage) collectStartupGarbage()
       // its stop disconnects every client (the engine closes) while the plugins are loaded and see them go
       await step('listening', async () => {
         try {

@@ -93,7 +93,7 @@ async function main (): Promise<number> {
     // imported only now: --version and --help do not load the node
     const { BrokerNode } = await import('../node.js')
     try {
-      node = await BrokerNode.start({ config, logger, root: INSTALL_ROOT, lenientPlugins: args['lenient-plugins'] === true, signal: signals.stopSignal })
+      node = await BrokerNode.start({ config, logger, root: INSTALL_ROOT, lenientPlugins: args['lenient-plugins'] === true, signal: signals.stopSignal, collectStartupGarbage: true })
     } catch (err) {
       if (!signals.stopSignal.aborted) throw err
       logger.info({ signal: signals.stopSignal.reason }, 'stopped during start-up')
