@@ -2,7 +2,6 @@
 // the plugin host, then opens the listeners, each part one step of a
 // start/stop stack (lib/lifecycle.ts) that stops them in reverse order.
 // Nothing else lives here.
-import { collectStartupGarbage } from './startup-garbage.js'
 import { join, isAbsolute, resolve } from 'node:path'
 import type { Aedes, Client } from 'aedes'
 import { AccessControl } from './access/access-control.js'
@@ -45,6 +44,7 @@ import { Tracer } from './trace/tracer.js'
 import { joinCluster, type Clustering } from './cluster/join.js'
 import { watchRedis } from './cluster/redis-alarm.js'
 import { TimerOwnership } from './cluster/timer-ownership.js'
+import { collectStartupGarbage } from './startup-garbage.js'
 
 export interface NodeOptions {
   config: Config
