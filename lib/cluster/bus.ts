@@ -16,23 +16,30 @@
 // while behind is delivered here only, and counted as dropped.
 // While Redis is unreachable a message does not wait for it: its publisher is
 // acknowledged once it is delivered here and its frame is queued (sent when
-// Redis is back); `window` of them queued hold the publishers.
+// Redis is back); `window` of them queued hold the publishers. A frame handed
+// to Redis just before the connection was seen lost is such a frame too (ioredis
+// would hold it, and its publishers, until it gives up on the command: ~21 s).
 // A frame is taken when Redis has handed it to every node on the bus: PUBLISH
 // answers how many subscribers got it, and each node hears the others' `hello`
 // (every BEHIND_RENEW_MS). A frame Redis refused (connection lost, failover)
 // or that reached fewer nodes than this one hears (one of them is
 // resubscribing after a reconnect) is sent again; receivers drop a frame they
 // saw already (sender, sequence). A node not heard for PEER_TTL_MS while this
-// one listens is gone (its loss holds the bus that long at most); while this
+// one listens is absent (its loss holds the bus that long at most); while this
 // node's own subscriber connection is down, and for RECONNECT_GRACE_MS after
-// it is back, no node is judged gone (nothing could be heard meanwhile).
+// it is back, no node is judged absent (nothing could be heard meanwhile).
 // Redis handing a frame to a subscriber is not the subscriber having it: a
 // Redis killed (a Sentinel failover) loses what it had not yet written to
 // the subscribers' sockets. So every message frame is also kept until each
 // node says it has it (its receipts ride on its control frames, at most
 // RECEIPT_MS after it received a frame), and sent again every RESEND_MS while
 // some node does not; more than UNCONFIRMED_WINDOWS × window messages kept so
-// holds the publishers.
+// holds the publishers. An absent node may only have been slow or cut off from
+// Redis for a while (a restart of Redis, a stalled process): its frames are
+// kept (not resent) and, when it is heard again (the same sender), sent again
+// from the first it has not confirmed. It holds no publisher: when what is kept
+// reaches the bound, the absent nodes are given up (they died, or were away so
+// long that what they miss is past the bound). A node that says `bye` is given up at once.
 import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type { Redis } from 'ioredis'
@@ -81,6 +88,8 @@ export interface BusState {
   behindNodes: number
   /** true while publishers wait */
   behind: boolean
+  /** other nodes heard lately (not absent) */
+  nodes: number
 }
 
 /** Most messages (and bytes) in one frame. */
@@ -99,12 +108,15 @@ const SEEN_PER_SENDER = 4096
 /** How soon a node says which frames it received, and how long a sender waits for that before sending a frame again. */
 const RECEIPT_MS = 50
 const RESEND_MS = 1000
-/** Messages kept for nodes that have not said they received them, in windows, before publishers wait. */
+/** Messages kept for nodes that have not said they received them, in windows, before publishers wait (or absent nodes are given up). */
 const UNCONFIRMED_WINDOWS = 4
 /** Senders remembered (a node's sender changes at every start). */
 const SENDERS = 256
 
 const noop = (): void => {}
+
+/** A message frame on its way to Redis; `dones` answer its publishers (emptied once they need not wait for Redis). */
+interface Sending { frame: Buffer, dones: Done[], count: number }
 
 export class RedisBus extends MQEmitter {
   readonly #options: BusOptions
@@ -122,15 +134,17 @@ export class RedisBus extends MQEmitter {
   #dropped = 0
   #reportedBehind = false
   readonly #remoteBehind = new Map<string, number>()
-  /** the other nodes on the bus: when each was last heard */
+  /** the other nodes on the bus: when each was last heard (absent ones are in #confirmed only) */
   readonly #peers = new Map<string, number>()
   /** since when this node's subscriber connection has been listening; undefined while it is not (a node is gone only after this long without a word) */
   #listeningSince: number | undefined
   /** this node's message frames some other node has not said it received, by number (ascending) */
   readonly #unconfirmed = new Map<number, { frame: Buffer, messages: number, sentAt: number }>()
   #unconfirmedMessages = 0
-  /** per other node: up to which frame number it has every frame of this one */
+  /** per other node, heard or absent: up to which frame number it has every frame of this one */
   readonly #confirmed = new Map<string, number>()
+  /** message frames handed to Redis and not yet acknowledged by it */
+  readonly #sending = new Set<Sending>()
   /** per sender: every frame up to `upTo` received, and those above it */
   readonly #received = new Map<string, { upTo: number, above: Set<number> }>()
   #receiptScheduled = false
@@ -149,6 +163,8 @@ export class RedisBus extends MQEmitter {
     this.#subscribed = options.sub.subscribe(options.channel).then(() => { this.#listeningSince = Date.now() - RECONNECT_GRACE_MS }, noop)
     // ioredis subscribes again after a reconnect
     options.sub.on('ready', () => { this.#listeningSince = Date.now() })
+    // a frame on its way when the connection is lost waits here for Redis, not its publishers
+    options.pub.on('close', () => { this.#lostPub() })
     options.sub.on('close', () => { this.#listeningSince = undefined })
     this.#timer = setInterval(() => this.#tick(), BEHIND_RENEW_MS).unref()
   }
@@ -227,7 +243,8 @@ export class RedisBus extends MQEmitter {
       held: this.#held.length,
       dropped: this.#dropped,
       behindNodes: this.#remoteBehind.size,
-      behind: this.behind()
+      behind: this.behind(),
+      nodes: this.#peers.size
     }
   }
 
@@ -253,11 +270,12 @@ export class RedisBus extends MQEmitter {
     this.#frame = []
     this.#frameDones = []
     this.#frameBytes = 0
-    if (this.#peers.size > 0) {
+    if (this.#confirmed.size > 0) {
       this.#unconfirmed.set(this.#sequence, { frame, messages: count, sentAt: Date.now() })
       this.#unconfirmedMessages += count
+      this.#limitAbsent()
     }
-    this.#send(frame, dones, count)
+    this.#send({ frame, dones, count })
   }
 
   /** Settles the messages' bus part now; nothing is left to wait for. */
@@ -266,23 +284,33 @@ export class RedisBus extends MQEmitter {
     return []
   }
 
-  #send (frame: Buffer, dones: Done[], count: number): void {
+  #send (sending: Sending): void {
+    const { frame, count } = sending
+    this.#sending.add(sending)
     this.#options.pub.publish(this.#options.channel, frame).then((receivers) => {
       if (receivers < this.#needed() && !this.closed) {
-        setTimeout(() => this.#send(frame, dones, count), RETRY_MS).unref()
+        setTimeout(() => this.#send(sending), RETRY_MS).unref()
         return
       }
+      this.#sending.delete(sending)
       this.#outstanding -= count
-      for (const done of dones) done()
+      for (const done of sending.dones) done()
       this.#release()
     }, (err: Error) => {
       if (!this.closed) {
-        setTimeout(() => this.#send(frame, this.#options.pub.status === 'ready' ? dones : this.#answerAll(dones), count), RETRY_MS).unref()
+        if (this.#options.pub.status !== 'ready') this.#lostPub()
+        setTimeout(() => this.#send(sending), RETRY_MS).unref()
         return
       }
+      this.#sending.delete(sending)
       this.#outstanding -= count
-      for (const done of dones) done(err)
+      for (const done of sending.dones) done(err)
     })
+  }
+
+  /** The publishing connection is lost: the frames on their way wait here for Redis (and are sent again), their publishers do not. */
+  #lostPub (): void {
+    for (const sending of this.#sending) sending.dones = this.#answerAll(sending.dones)
   }
 
   /** Subscribers a frame must reach: every node heard (or not yet given up on), and this one while it listens. */
@@ -291,15 +319,33 @@ export class RedisBus extends MQEmitter {
     return this.#peers.size + (this.#options.sub.status === 'ready' ? 1 : 0)
   }
 
-  /** Forgets the nodes not heard for PEER_TTL_MS, once this one has listened long enough to have heard them. */
+  /** Counts as absent the nodes not heard for PEER_TTL_MS, once this one has listened long enough to have heard them. */
   #judgePeers (): void {
     const now = Date.now()
     if (this.#listeningSince === undefined || now - this.#listeningSince < RECONNECT_GRACE_MS) return
+    let lost = false
     for (const [peer, heard] of this.#peers) {
-      if (now - heard >= PEER_TTL_MS) this.#forget(peer)
+      if (now - heard < PEER_TTL_MS) continue
+      this.#peers.delete(peer)
+      this.#remoteBehind.delete(peer)
+      lost = true
+    }
+    if (lost) this.#limitAbsent()
+  }
+
+  /** Past the bound of what is kept (or of nodes remembered), gives up the absent nodes, the one furthest behind first, rather than hold publishers for them. */
+  #limitAbsent (): void {
+    while (this.#unconfirmedMessages >= this.#options.window * UNCONFIRMED_WINDOWS || this.#confirmed.size > SENDERS) {
+      let furthest: string | undefined
+      for (const [peer, upTo] of this.#confirmed) {
+        if (!this.#peers.has(peer) && (furthest === undefined || upTo < (this.#confirmed.get(furthest) ?? 0))) furthest = peer
+      }
+      if (furthest === undefined) return
+      this.#forget(furthest)
     }
   }
 
+  /** Gives a node up: what was kept for it goes. */
   #forget (peer: string): void {
     this.#peers.delete(peer)
     this.#remoteBehind.delete(peer)
@@ -310,7 +356,7 @@ export class RedisBus extends MQEmitter {
   /** Lets go of the frames every node has said it received. */
   #prune (): void {
     let low = Infinity
-    for (const peer of this.#peers.keys()) low = Math.min(low, this.#confirmed.get(peer) ?? this.#sequence)
+    for (const upTo of this.#confirmed.values()) low = Math.min(low, upTo)
     const before = this.#unconfirmedMessages
     for (const [sequence, kept] of this.#unconfirmed) {
       if (sequence > low) break
@@ -320,12 +366,18 @@ export class RedisBus extends MQEmitter {
     if (this.#unconfirmedMessages < before) this.#release()
   }
 
-  /** Sends again the frames some node has not said it received for RESEND_MS (their copies are dropped by those that had them). */
+  /**
+   * Sends again the frames some node heard has not said it received for
+   * RESEND_MS (their copies are dropped by those that had them); an absent
+   * node's wait until it is heard again.
+   */
   #resend (): void {
     if (this.#unconfirmed.size === 0 || this.#options.pub.status !== 'ready') return
+    let low = Infinity
+    for (const peer of this.#peers.keys()) low = Math.min(low, this.#confirmed.get(peer) ?? Infinity)
     const now = Date.now()
-    for (const kept of this.#unconfirmed.values()) {
-      if (now - kept.sentAt < RESEND_MS) continue
+    for (const [sequence, kept] of this.#unconfirmed) {
+      if (sequence <= low || now - kept.sentAt < RESEND_MS) continue
       kept.sentAt = now
       this.#options.pub.publish(this.#options.channel, kept.frame).catch(noop)
     }
@@ -359,9 +411,11 @@ export class RedisBus extends MQEmitter {
       this.#release()
       return
     }
-    // a node newly heard owes receipts only for the frames sent from now on
-    if (!this.#peers.has(frame.sender)) this.#confirmed.set(frame.sender, this.#sequence)
+    // a node newly heard owes receipts only for the frames sent from now on; an absent one heard again, from where it was
+    const known = this.#confirmed.has(frame.sender)
+    if (!known) this.#confirmed.set(frame.sender, this.#sequence)
     this.#peers.set(frame.sender, Date.now())
+    if (!known) this.#limitAbsent()
     const fresh = this.#receivedFrame(frame.sender, frame.sequence, frame.kind === 'messages')
     if (frame.kind !== 'messages') {
       this.#receipts(frame.sender, frame.messages)

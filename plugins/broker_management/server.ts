@@ -2,7 +2,10 @@
 // their route tables: Basic auth by each API's credentials, joi validation
 // with EMQ X's error codes, `:node` checked against this node, paging, and
 // every answer a JSON body in the API's own shape. A handler's failure is a
-// 500; the server keeps serving.
+// 500; the server keeps serving. While the node cannot reach its store (a
+// cluster's Redis down) a request that needs a login is answered 503 at once:
+// the applications and users are kept there, and waiting for the store's
+// connection to give up (about 21 s) would end in a 500.
 import Basic from '@hapi/basic'
 import Hapi from '@hapi/hapi'
 import type { Boom } from '@hapi/boom'
@@ -96,7 +99,22 @@ export async function createServer (listen: { host: string, port: number }, cont
     }
   })
   answerRefusals(server, apis, context, logger, 'everywhere')
+  refuseWithoutStore(server, apis, context.node)
   return server
+}
+
+/** Seconds a client is told to wait before asking again while the store cannot be reached. */
+export const STORE_RETRY_AFTER_S = 5
+export const STORE_UNAVAILABLE = 'store_unavailable: the node cannot reach its store (the cluster\'s Redis), where the logins are kept; try again once it is back'
+
+function refuseWithoutStore (server: Hapi.Server, apis: readonly Api[], node: ServerContext['node']): void {
+  server.ext('onPreAuth', (request, h) => {
+    // routes without credentials (hapi: `auth: false` reads as no strategies) do not need the store
+    if ((request.route.settings.auth?.strategies ?? []).length === 0) return h.continue
+    if (!node.health().reasons.includes('store_unavailable')) return h.continue
+    const api = apis.find((a) => request.path === a.base || request.path.startsWith(a.base + '/')) ?? apis[0]
+    return refuse(h, api, new ApiError(503, { message: STORE_UNAVAILABLE })).header('Retry-After', String(STORE_RETRY_AFTER_S)).takeover()
+  })
 }
 
 /** Serves `api`'s route table (v3: and the plugins' routes) on `server`, authenticated by `strategies` (credentials `{user, role}`). */

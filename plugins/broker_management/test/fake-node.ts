@@ -4,5 +4,7 @@ import { singleNodeCluster, type NodeOperations } from '../../../lib/plugin-kit/
 
 export function withCluster<T extends { name: string }> (node: T): T & { cluster: NodeOperations['cluster'] } {
   const service = node as unknown as NodeOperations
-  return Object.assign(node, { cluster: singleNodeCluster(service, Date.now(), 'fake-engine') })
+  // a running node with its store, unless the test says otherwise
+  const health = (node as Partial<NodeOperations>).health ?? ((): ReturnType<NodeOperations['health']> => ({ status: 'running', reasons: [] }))
+  return Object.assign(node, { cluster: singleNodeCluster(service, Date.now(), 'fake-engine'), health })
 }
