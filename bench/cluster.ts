@@ -87,7 +87,9 @@ function clusterSettings (redis: Server): Record<string, string> {
 
 /** Starts every node (in parallel); if one fails, stops those that started. */
 async function startNodes (specs: Array<Parameters<typeof Server.start>[1]>): Promise<Server[]> {
-  const started = await Promise.allSettled(specs.map(async (spec) => await Server.start('broker', spec)))
+  // e.g. `--cpu-prof --cpu-prof-dir=/tmp/p` or `--trace-gc`: for finding where a node's time goes
+  const nodeArgs = (process.env.BENCH_CLUSTER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
+  const started = await Promise.allSettled(specs.map(async (spec) => await Server.start('broker', { ...spec, nodeArgs })))
   const nodes = started.flatMap((s) => s.status === 'fulfilled' ? [s.value] : [])
   const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected')
   if (failure !== undefined) {
@@ -139,6 +141,15 @@ async function runSetup (key: Setup, redis: Server | null, seconds: number, qos:
   return await measure(nodes, redis, seconds, qos, key === 'mesh')
 }
 
+/** `BENCH_CLUSTER_SETUPS` (comma-separated keys) and `BENCH_CLUSTER_QOS` (0 or 1): run only these; all when unset. */
+function selected<T extends string | number> (name: string, all: readonly T[]): T[] {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return [...all]
+  const picked = all.filter((value) => raw.split(',').map((v) => v.trim()).includes(String(value)))
+  if (picked.length === 0) throw new Error(`${name}=${raw}: expected some of ${all.join(', ')}`)
+  return picked
+}
+
 const noRuns = (): Record<Setup, SetupResult | null> => ({ single: null, cluster: null, crossNode: null, mesh: null })
 
 /**
@@ -156,6 +167,9 @@ export async function runClusterSection (seconds: number, note: (text: string) =
     note(`${CLUSTER_SECTION} skipped: redis-server is not on PATH`)
     return results
   }
+  const setups = selected(
+    'BENCH_CLUSTER_SETUPS', SETUPS.map((s) => s.key)).map((key) => SETUPS.find((s) => s.key === key)!)
+  const levels = selected('BENCH_CLUSTER_QOS', QOS_LEVELS)
   let redis: Server | null = null
   try {
     process.stderr.write(`${CLUSTER_SECTION}: starting redis-server ... `)
@@ -167,8 +181,8 @@ export async function runClusterSection (seconds: number, note: (text: string) =
     errors.push(`${CLUSTER_SECTION}: redis-server: ${message}`)
   }
   try {
-    for (const qos of QOS_LEVELS) {
-      for (const { key, title } of SETUPS) {
+    for (const qos of levels) {
+      for (const { key, title } of setups) {
         process.stderr.write(`${CLUSTER_SECTION} QoS ${qos} ${title} ... `)
         if (key !== 'single' && redis === null) {
           process.stderr.write('not run: no redis-server\n')

@@ -17,16 +17,16 @@
 // other nodes may have learnt of the change that much later). The price is
 // duplicates, as QoS 1 allows: what the dead node had delivered in its last
 // `holdMs`, and what both views gave to two nodes while the counts changed.
-import { createHash } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../log.js'
+import { HeldRing, type Redeliver } from './held-ring.js'
 
 /** messages held for other nodes at most (oldest dropped beyond it) */
 const HOLD_MAX = 100_000
 /** how much later than the node itself another node may learn that its count dropped */
 const CHANGE_MARGIN_MS = 1000
-
-interface Held { at: number, group: string, identity: string, drawnFor: string, later: () => void, done: boolean }
+/** how often the expired held messages are let go */
+const SWEEP_MS = 1000
 
 /** murmur3's finalizer: the draw's hash of (message, node) */
 function mix32 (value: number): number {
@@ -39,7 +39,16 @@ function mix32 (value: number): number {
   return h >>> 0
 }
 
-const hash32 = (text: string): number => createHash('md5').update(text).digest().readUInt32BE(0)
+/**
+ * FNV-1a over the UTF-16 code units, then murmur3's finalizer: cheap, not
+ * cryptographic (nothing here is secret; a publisher that picks ids to land on
+ * one node only picks where its own messages go), and the same on every node.
+ */
+export function hash32 (text: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return mix32(h)
+}
 
 export class SharedPlacement {
   /** group key → node → its member count, as last read from Redis */
@@ -48,8 +57,9 @@ export class SharedPlacement {
   readonly #down = new Set<string>()
   readonly #nodeHashes = new Map<string, number>()
   /** messages drawn for another node, oldest first */
-  #held: Held[] = []
+  readonly #held = new HeldRing<unknown>(HOLD_MAX)
   #dropped = 0
+  #sweeper: NodeJS.Timeout | undefined
   readonly #channel: string
   /** every group that has had members (`<cluster>:shared-groups`), so a node that left is found without a key scan */
   readonly #groups: string
@@ -72,11 +82,14 @@ export class SharedPlacement {
       if (channel === this.#channel && this.#counts.has(group)) this.#refresh(group)
     })
     await this.sub.subscribe(this.#channel)
+    this.#sweeper = setInterval(() => this.#held.expire(Date.now() - this.holdMs), Math.min(SWEEP_MS, this.holdMs))
+    this.#sweeper.unref()
   }
 
   stop (): void {
     this.sub.disconnect()
-    this.#held = []
+    clearInterval(this.#sweeper)
+    this.#held.clear()
   }
 
   #key (group: string): string {
@@ -93,13 +106,18 @@ export class SharedPlacement {
 
   /**
    * Whether this node delivers the message whose identity is `identity` to
-   * `group`. When another node does, `later` is kept and called should the
-   * message be drawn for this node again (that node went down, or its count dropped).
+   * `group`. When another node does, `item` is kept and `later(group, item)`
+   * called should the message be drawn for this node again (that node went
+   * down, or its count dropped); pass the same `later` every time, so holding
+   * a message makes no closure.
    */
-  claim (group: string, identity: string, later: () => void): boolean {
-    const drawn = this.#draw(group, identity)
+  claim<T> (group: string, identity: string, item: T, later: Redeliver<T>): boolean {
+    const hash = hash32(identity)
+    const drawn = this.#draw(group, hash)
     if (drawn === undefined || drawn === this.node) return true
-    this.#hold({ at: Date.now(), group, identity, drawnFor: drawn, later, done: false })
+    if (!this.#held.push(Date.now(), group, hash, drawn, item, later as Redeliver<unknown>) && this.#dropped++ % 100_000 === 0) {
+      this.logger.warn({ held: HOLD_MAX }, 'shared subscription messages held for other nodes past the bound: the oldest are no longer kept for a node\'s loss')
+    }
     return false
   }
 
@@ -107,7 +125,7 @@ export class SharedPlacement {
   nodeDown (node: string): void {
     if (node === this.node) return
     this.#down.add(node)
-    this.#redraw(this.#held, (held) => held.drawnFor === node)
+    this.#redraw(Date.now() - this.holdMs, (_group, drawnFor) => drawnFor === node)
   }
 
   /** The live nodes now: a node seen down that is back draws again. */
@@ -123,10 +141,9 @@ export class SharedPlacement {
   }
 
   /** Weighted rendezvous: the node with members, not seen down, whose score for this message is highest; undefined when none. */
-  #draw (group: string, identity: string): string | undefined {
+  #draw (group: string, message: number): string | undefined {
     const counts = this.#counts.get(group)
     if (counts === undefined) return undefined
-    const message = hash32(identity)
     let best: string | undefined
     let bestScore = -1
     for (const [node, count] of counts) {
@@ -150,30 +167,12 @@ export class SharedPlacement {
     return value
   }
 
-  #hold (held: Held): void {
-    const expired = this.#held.findIndex((h) => h.at >= held.at - this.holdMs)
-    if (expired !== 0) this.#held.splice(0, expired < 0 ? this.#held.length : expired)
-    if (this.#held.length >= HOLD_MAX) {
-      // a tenth at a time, so a full hold does not copy itself per message
-      this.#held.splice(0, HOLD_MAX / 10)
-      if (this.#dropped++ % 100 === 0) this.logger.warn({ held: HOLD_MAX }, 'shared subscription messages held for other nodes past the bound: the oldest are no longer kept for a node\'s loss')
-    }
-    this.#held.push(held)
-  }
-
-  /** Draws the held messages that `which` picks again; delivers here those now drawn for this node. */
-  #redraw (candidates: Held[], which: (held: Held) => boolean): void {
-    const since = Date.now() - this.holdMs
-    for (const held of candidates) {
-      if (held.done || held.at < since || !which(held)) continue
-      const drawn = this.#draw(held.group, held.identity)
-      if (drawn !== undefined && drawn !== this.node) {
-        held.drawnFor = drawn
-        continue
-      }
-      held.done = true
-      held.later()
-    }
+  /** Draws again the held messages since `since` that `which` picks; delivers here those now drawn for this node. */
+  #redraw (since: number, which: (group: string, drawnFor: string) => boolean): void {
+    this.#held.redraw(since, which, (group, hash) => {
+      const drawn = this.#draw(group, hash)
+      return drawn === this.node ? undefined : drawn
+    })
   }
 
   #refresh (group: string): void {
@@ -191,9 +190,6 @@ export class SharedPlacement {
     this.#counts.set(group, counts)
     const dropped = [...(before ?? [])].filter(([node, count]) => (counts.get(node) ?? 0) < count).map(([node]) => node)
     if (dropped.length === 0) return
-    const since = Date.now() - CHANGE_MARGIN_MS
-    let first = this.#held.length
-    while (first > 0 && this.#held[first - 1].at >= since) first--
-    this.#redraw(this.#held.slice(first), (held) => held.group === group && dropped.includes(held.drawnFor))
+    this.#redraw(Date.now() - CHANGE_MARGIN_MS, (heldGroup, drawnFor) => heldGroup === group && dropped.includes(drawnFor))
   }
 }
