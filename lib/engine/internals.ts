@@ -145,7 +145,8 @@ interface ClientInternals {
   _keepaliveInterval?: number
   _will?: { topic?: string } | null
   will?: { topic?: string } | null
-  _outbound?: OutboundWindow
+  /** made on first use (patches 192, 197): null on a client that never sent QoS 1/2 */
+  _outboundWindow?: OutboundWindow | null
   _inboundInflight?: Set<unknown>
 }
 
@@ -156,8 +157,8 @@ export function engineClientFacts (client: Client): EngineClientFacts {
     // Aedes keeps 1.5 × keepalive in ms, plus one (connect.js setKeepAlive)
     keepalive: interval > 0 ? Math.round((interval - 1) / 1500) : 0,
     willTopic: (c.will ?? c._will)?.topic ?? undefined,
-    inflight: c._outbound?.inflight.size ?? 0,
-    waiting: c._outbound?.waiting.length ?? 0,
+    inflight: c._outboundWindow?.inflight.size ?? 0,
+    waiting: c._outboundWindow?.waiting.length ?? 0,
     awaitingRel: c._inboundInflight?.size ?? 0
   }
 }
@@ -216,22 +217,21 @@ export function imposeServerKeepAlive (client: Client, seconds: number): void {
 
 // --- session records (issue 15 #8) ---
 
-/** Calls `onHeld` each time the client's outbound window holds a message back (in-flight window full). */
-export function onWindowHeld (client: Client, onHeld: () => void): void {
-  const window = (client as unknown as ClientInternals)._outbound
-  if (window === undefined) return
-  const send = window.send.bind(window)
-  window.send = (packet, done) => {
-    const before = window.waiting.length
-    send(packet, done)
-    if (window.waiting.length > before) onHeld()
-  }
+/**
+ * Calls `onHeld` each time a client's outbound window holds a message back (in-flight window full):
+ * one observer on the engine for every client (patch 197), so an idle connection carries no window
+ * and no wrapper. Returns the undo.
+ */
+export function onWindowHeld (engine: Aedes, onHeld: (client: Client) => void): () => void {
+  const broker = engine as unknown as { outboundHeld?: (client: Client) => void }
+  broker.outboundHeld = onHeld
+  return () => { delete broker.outboundHeld }
 }
 
 /** Bytes of topic and payload the client's outbound window holds (in flight and waiting). */
 export function engineWindowBytes (client: Client): number {
-  const window = (client as unknown as ClientInternals)._outbound
-  if (window === undefined) return 0
+  const window = (client as unknown as ClientInternals)._outboundWindow
+  if (window === undefined || window === null) return 0
   let bytes = 0
   for (const packets of [window.inflight.values(), window.waiting]) {
     for (const p of packets) bytes += (p.topic?.length ?? 0) + (p.payload?.length ?? 0)

@@ -114,10 +114,10 @@ export class Observability {
     const { sessions } = this
     this.metrics.onPublishSent = (client) => { sessions.of(client.id).delivered++ }
     parts.queues.onQueuedOffline = (clientId) => { sessions.of(clientId).enqueued++ }
+    this.#undo.push(onWindowHeld(engine, (client) => { sessions.of(client.id).enqueued++ }))
     this.#undo.push(() => { parts.queues.onQueuedOffline = undefined })
     this.#on('client', (client: Client) => {
       if (!client.clean) this.#persistentOnline.add(client)
-      onWindowHeld(client, () => { sessions.of(client.id).enqueued++ })
       this.#statsChanged()
     })
     this.#on('clientReady', (client: Client) => {
