@@ -6,6 +6,8 @@
 // `rounds` times, each case's median kept:
 //   feed   no handler: the feeding loop's own cost, taken off the others
 //   live   every event posted to bench/hook-endpoint.ts (its own process)
+//   batch  the same with web.hook.batch_size = WEB_HOOK_BATCH (default 100),
+//          web.hook.batch_time = WEB_HOOK_BATCH_TIME ms (default 50)
 //   down   the endpoint's port closed and the queue full: every event dropped
 // Figures: main-thread µs per event (the publisher path's share), other
 // threads' µs per event (the delivery thread, GC helpers), the endpoint's µs
@@ -20,8 +22,8 @@ import { DEFAULTS } from '../plugins/broker_web_hook/settings.js'
 import { cpuMs, freePort, killAllNow, Server } from './servers.js'
 import { endpointCount } from './web-hook.js'
 
-type Case = 'feed' | 'live' | 'down'
-interface Figures { mainUs: number, otherUs: number, endpointUs?: number, sent: number, dropped: number }
+type Case = 'feed' | 'live' | 'batch' | 'down'
+interface Figures { mainUs: number, otherUs: number, endpointUs?: number, endpointUsPerEvent?: number, sent: number, dropped: number }
 
 const CHUNK = 20
 const CHUNK_MS = 4
@@ -46,7 +48,8 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
   const counts = { sent: 0, failed: 0, dropped: 0 }
   const counter = (name: keyof typeof counts): { inc: (by?: number) => void } => ({ inc: (by = 1) => { counts[name] += by } })
   const quiet = { info () {}, warn () {}, error () {}, debug () {}, trace () {}, fatal () {}, child () { return quiet } }
-  const url = kind === 'live' ? `http://127.0.0.1:${endpoint.port}/hook` : `http://127.0.0.1:${await freePort()}/hook`
+  const live = kind === 'live' || kind === 'batch'
+  const url = live ? `http://127.0.0.1:${endpoint.port}/hook` : `http://127.0.0.1:${await freePort()}/hook`
   const delivery = kind === 'feed'
     ? undefined
     : new Delivery({
@@ -55,6 +58,8 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       tls: { verify: true },
       poolSize: DEFAULTS['web.hook.pool_size'],
       pipelining: DEFAULTS['web.hook.request.pipelining'],
+      batchSize: kind === 'batch' ? Number(process.env.WEB_HOOK_BATCH ?? 100) : DEFAULTS['web.hook.batch_size'],
+      batchTime: kind === 'batch' ? Number(process.env.WEB_HOOK_BATCH_TIME ?? 50) : DEFAULTS['web.hook.batch_time'],
       queueSize: DEFAULTS['web.hook.queue_size'],
       queueBytes: DEFAULTS['web.hook.queue_bytes'],
       timeout: DEFAULTS['web.hook.request.timeout'],
@@ -87,7 +92,7 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       for (let n = 0; delivery?.room === true; n++) publish(messages[n % 1000])
       await new Promise((resolve) => setTimeout(resolve, 200))
     }
-    const posted = kind === 'live' ? await endpointCount(endpoint) : 0
+    const posted = live ? await endpointCount(endpoint) : 0
     const endpointBefore = cpuMs(endpoint.pid)
     const mainBefore = cpuMs(process.pid, true)
     const allBefore = processCpuMs()
@@ -101,14 +106,18 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       }
       tick()
     })
-    if (kind === 'live') {
+    if (live) {
       const deadline = Date.now() + 120_000
       while (counts.sent + counts.failed < events && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
     }
     const main = cpuMs(process.pid, true) - mainBefore
     const all = processCpuMs() - allBefore
     const figures: Figures = { mainUs: main * 1000 / events, otherUs: (all - main) * 1000 / events, sent: counts.sent, dropped: counts.dropped - droppedBefore }
-    if (kind === 'live') figures.endpointUs = (cpuMs(endpoint.pid) - endpointBefore) * 1000 / Math.max(1, await endpointCount(endpoint) - posted)
+    if (live) {
+      const endpointMs = cpuMs(endpoint.pid) - endpointBefore
+      figures.endpointUs = endpointMs * 1000 / Math.max(1, await endpointCount(endpoint) - posted)
+      figures.endpointUsPerEvent = endpointMs * 1000 / events
+    }
     return figures
   } finally {
     await delivery?.close()
@@ -120,15 +129,15 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
 async function main (): Promise<void> {
   const events = Number(process.argv[2] ?? 40_000)
   const rounds = Number(process.argv[3] ?? 3)
-  const only = (process.env.WEB_HOOK_CASES ?? 'feed,live,down').split(',') as Case[]
+  const only = (process.env.WEB_HOOK_CASES ?? 'feed,live,batch,down').split(',') as Case[]
   const endpoint = await Server.startHookEndpoint()
-  const runs: Record<Case, Figures[]> = { feed: [], live: [], down: [] }
+  const runs: Record<Case, Figures[]> = { feed: [], live: [], batch: [], down: [] }
   try {
     for (let round = 1; round <= rounds; round++) {
       for (const kind of only) {
         const figures = await runCase(kind, events, endpoint)
         runs[kind].push(figures)
-        process.stderr.write(`${kind} round ${round}: main ${figures.mainUs.toFixed(2)} us/event, other threads ${figures.otherUs.toFixed(2)} us/event${figures.endpointUs === undefined ? '' : `, endpoint ${figures.endpointUs.toFixed(2)} us/post`}, sent ${figures.sent}, dropped ${figures.dropped}\n`)
+        process.stderr.write(`${kind} round ${round}: main ${figures.mainUs.toFixed(2)} us/event, other threads ${figures.otherUs.toFixed(2)} us/event${figures.endpointUs === undefined ? '' : `, endpoint ${figures.endpointUs.toFixed(2)} us/post ${figures.endpointUsPerEvent?.toFixed(2) ?? '-'} us/event`}, sent ${figures.sent}, dropped ${figures.dropped}\n`)
       }
     }
   } finally {
@@ -136,13 +145,13 @@ async function main (): Promise<void> {
   }
   const feed = runs.feed.length > 0 ? median(runs.feed.map((f) => f.mainUs)) : 0
   process.stdout.write(`web-hook-cost: ${events} message.publish events per run, ${CHUNK} every ${CHUNK_MS} ms, median of ${rounds}; main thread less the feed loop's ${feed.toFixed(2)} us/event\n`)
-  process.stdout.write('case   main us/event (= ms per 1000 events)   other threads us/event   endpoint us/post\n')
+  process.stdout.write('case   main us/event (= ms per 1000 events)   other threads us/event   endpoint us/post   endpoint us/event\n')
   for (const kind of only) {
     if (kind === 'feed' || runs[kind].length === 0) continue
     const mainUs = median(runs[kind].map((f) => f.mainUs)) - feed
     const other = median(runs[kind].map((f) => f.otherUs))
-    const endpointUs = kind === 'live' ? median(runs[kind].map((f) => f.endpointUs ?? 0)).toFixed(1) : '-'
-    process.stdout.write(`${kind.padEnd(6)} ${mainUs.toFixed(2).padStart(38)} ${other.toFixed(2).padStart(24)} ${endpointUs.padStart(18)}\n`)
+    const endpointFigure = (pick: (f: Figures) => number | undefined): string => kind === 'down' ? '-' : median(runs[kind].map((f) => pick(f) ?? 0)).toFixed(1)
+    process.stdout.write(`${kind.padEnd(6)} ${mainUs.toFixed(2).padStart(38)} ${other.toFixed(2).padStart(24)} ${endpointFigure((f) => f.endpointUs).padStart(18)} ${endpointFigure((f) => f.endpointUsPerEvent).padStart(19)}\n`)
   }
 }
 

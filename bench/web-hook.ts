@@ -14,7 +14,7 @@ import { cpuMs, freePort, Server } from './servers.js'
 export const WEB_HOOK_SECTION = 'web-hook'
 
 export type HookLoad = 'qos1' | 'qos0'
-export type HookSetup = 'off' | 'live' | 'down'
+export type HookSetup = 'off' | 'live' | 'batch' | 'down'
 
 export const HOOK_LOADS: Array<{ key: HookLoad, title: string, roles: Role[] }> = [
   { key: 'qos1', title: 'QoS 1, 10 closed-loop pairs', roles: [{ kind: 'qos1-pairs', pairs: range(0, 5) }, { kind: 'qos1-pairs', pairs: range(5, 10) }] },
@@ -28,6 +28,7 @@ export const HOOK_LOADS: Array<{ key: HookLoad, title: string, roles: Role[] }> 
 export const HOOK_SETUPS: Array<{ key: HookSetup, title: string }> = [
   { key: 'off', title: 'no web hook' },
   { key: 'live', title: 'web hook, live endpoint' },
+  { key: 'batch', title: 'web hook, live, batch_size 100, batch_time 50ms' },
   { key: 'down', title: 'web hook, endpoint down' }
 ]
 
@@ -42,17 +43,22 @@ export interface HookRun {
   'posted/s'?: number
   /** the live endpoint process's CPU per POST it answered, µs (live only: the peer's share of the machine) */
   'endpoint us/post'?: number
+  /** the same per message received: comparable with `cpu us/msg`, the part of the drop that is the endpoint's */
+  'endpoint us/msg'?: number
   /** the plugin's webhook/dropped and webhook/failed at the end of the run */
   dropped?: number
   failed?: number
 }
 
-export type WebHookResults = Record<HookLoad, Record<HookSetup, HookRun | null> & { ratio: { live: number | null, down: number | null } }>
+export type WebHookResults = Record<HookLoad, Record<HookSetup, HookRun | null> & { ratio: { live: number | null, batch: number | null, down: number | null } }>
 
 const WEB_HOOK_PLUGIN = 'broker_web_hook'
 
-function pluginSettings (url: string): Record<string, Record<string, string>> {
-  return { [WEB_HOOK_PLUGIN]: { 'web.hook.api.url': url, 'web.hook.rule.message.publish.1': '{"action": "on_message_publish"}' } }
+/** The opt-in batch mode the `batch` setup measures. */
+const BATCH_SETTINGS = { 'web.hook.batch_size': '100', 'web.hook.batch_time': '50ms' }
+
+function pluginSettings (url: string, batch: boolean): Record<string, Record<string, string>> {
+  return { [WEB_HOOK_PLUGIN]: { 'web.hook.api.url': url, 'web.hook.rule.message.publish.1': '{"action": "on_message_publish"}', ...(batch ? BATCH_SETTINGS : {}) } }
 }
 
 /** POSTs the bench endpoint has answered so far. */
@@ -62,11 +68,12 @@ export async function endpointCount (endpoint: Server): Promise<number> {
 }
 
 async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoint: Server, seconds: number): Promise<HookRun> {
-  const url = setup === 'live' ? `http://127.0.0.1:${endpoint.port}/hook` : `http://127.0.0.1:${await freePort()}/hook`
-  const node = await Server.start('broker', { label: `broker (${setup})`, plugins: setup === 'off' ? {} : pluginSettings(url) })
+  const live = setup === 'live' || setup === 'batch'
+  const url = live ? `http://127.0.0.1:${endpoint.port}/hook` : `http://127.0.0.1:${await freePort()}/hook`
+  const node = await Server.start('broker', { label: `broker (${setup})`, plugins: setup === 'off' ? {} : pluginSettings(url, setup === 'batch') })
   const workers = [new Worker(0), new Worker(1)]
   try {
-    const before = setup === 'live' ? await endpointCount(endpoint) : 0
+    const before = live ? await endpointCount(endpoint) : 0
     const endpointCpuBefore = cpuMs(endpoint.pid)
     const started = performance.now()
     const cpuBefore = cpuMs(node.pid)
@@ -81,10 +88,12 @@ async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoi
     const metrics = await node.ctl(['broker', 'metrics']) as Record<string, number>
     run.dropped = metrics['webhook/dropped'] ?? 0
     run.failed = metrics['webhook/failed'] ?? 0
-    if (setup === 'live') {
+    if (live) {
       const posted = await endpointCount(endpoint) - before
+      const endpointCpu = cpuMs(endpoint.pid) - endpointCpuBefore
       run['posted/s'] = posted / ((performance.now() - started) / 1000)
-      if (posted > 0) run['endpoint us/post'] = (cpuMs(endpoint.pid) - endpointCpuBefore) * 1000 / posted
+      if (posted > 0) run['endpoint us/post'] = endpointCpu * 1000 / posted
+      run['endpoint us/msg'] = endpointCpu * 1000 / (rate * seconds)
     }
     return run
   } catch (err) {
@@ -110,7 +119,7 @@ function median (runs: HookRun[]): HookRun | null {
  * keeping each setup's median run; progress on stderr, failures into `errors`.
  */
 export async function runWebHookSection (seconds: number, rounds: number, errors: string[]): Promise<WebHookResults> {
-  const results = Object.fromEntries(HOOK_LOADS.map(({ key }) => [key, { off: null, live: null, down: null, ratio: { live: null, down: null } }])) as WebHookResults
+  const results = Object.fromEntries(HOOK_LOADS.map(({ key }) => [key, { off: null, live: null, batch: null, down: null, ratio: { live: null, batch: null, down: null } }])) as WebHookResults
   let endpoint: Server
   try {
     endpoint = await Server.startHookEndpoint()
@@ -121,14 +130,14 @@ export async function runWebHookSection (seconds: number, rounds: number, errors
   }
   try {
     for (const load of HOOK_LOADS) {
-      const runs: Record<HookSetup, HookRun[]> = { off: [], live: [], down: [] }
+      const runs: Record<HookSetup, HookRun[]> = { off: [], live: [], batch: [], down: [] }
       for (let round = 1; round <= rounds; round++) {
         for (const { key, title } of HOOK_SETUPS) {
           process.stderr.write(`${WEB_HOOK_SECTION} ${load.key}, ${title}, round ${round}/${rounds} ... `)
           try {
             const run = await runOne(load, key, endpoint, seconds)
             runs[key].push(run)
-            const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, ${run['endpoint us/post']?.toFixed(1) ?? '-'} endpoint us/post, `}${run.dropped} dropped, ${run.failed ?? 0} failed`
+            const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, ${run['endpoint us/post']?.toFixed(1) ?? '-'} endpoint us/post, ${run['endpoint us/msg']?.toFixed(1) ?? '-'} endpoint us/msg, `}${run.dropped} dropped, ${run.failed ?? 0} failed`
             process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s, ${run['cpu us/msg'].toFixed(1)} cpu us/msg, ${run['loop us/msg'].toFixed(1)} loop us/msg${extra}\n`)
           } catch (err) {
             const message = err instanceof Error ? err.message : String(err)
@@ -143,7 +152,7 @@ export async function runWebHookSection (seconds: number, rounds: number, errors
         const value = results[load.key][setup]?.['msg/s']
         return value === undefined || off === undefined || off === 0 ? null : value / off
       }
-      results[load.key].ratio = { live: ratio('live'), down: ratio('down') }
+      results[load.key].ratio = { live: ratio('live'), batch: ratio('batch'), down: ratio('down') }
     }
   } finally {
     await endpoint.stop()

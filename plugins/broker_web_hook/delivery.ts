@@ -25,6 +25,8 @@ export interface Pending {
 export interface Counter { inc: (by?: number) => void }
 
 export interface DeliveryOptions extends Omit<ThreadSettings, 'shared'> {
+  /** ms an event waits for others to go to the thread with (web.hook.batch_time) */
+  batchTime: number
   queueSize: number
   queueBytes: number
   counters: { sent: Counter, failed: Counter, dropped: Counter }
@@ -34,13 +36,6 @@ export interface DeliveryOptions extends Omit<ThreadSettings, 'shared'> {
   /** where the delivery runs: a worker thread (default), or this thread (tests: the same code, covered) */
   thread?: 'worker' | 'inline'
 }
-
-/**
- * How long an event may wait for its batch: each message to the thread (and
- * back) wakes the other thread, which costs more than the message; one batch
- * per few ms keeps that a small part of the work at any rate of events.
- */
-const BATCH_MS = 5
 
 /** Drops and events given up are logged at most this often, with how many since. */
 const LOG_EVERY_MS = 10_000
@@ -117,7 +112,9 @@ export class Delivery {
     this.#keys.push(item.key)
     this.#sizes.push(item.size)
     this.#bodies.push(item.body)
-    this.#flush ??= setTimeout(() => this.#send(), BATCH_MS)
+    // each message to the thread wakes it, and each lane it reaches writes to its connection: one batch per
+    // batch_time keeps that a small part of the work at any rate of events
+    this.#flush ??= setTimeout(() => this.#send(), this.#options.batchTime)
   }
 
   /** Stops posting: waiting events are forgotten, requests under way end, the alarm is cleared. */
@@ -192,8 +189,8 @@ export class Delivery {
   }
 
   #settings (): ThreadSettings {
-    const { url, headers, tls, poolSize, pipelining, timeout, retryTimes, retryInterval, retryBackoff } = this.#options
-    return { url, headers, tls, poolSize, pipelining, timeout, retryTimes, retryInterval, retryBackoff, shared: this.#shared }
+    const { url, headers, tls, poolSize, pipelining, batchSize, timeout, retryTimes, retryInterval, retryBackoff } = this.#options
+    return { url, headers, tls, poolSize, pipelining, batchSize, timeout, retryTimes, retryInterval, retryBackoff, shared: this.#shared }
   }
 
   #start (): Thread {

@@ -42,6 +42,8 @@ export default definePlugin<WebHookConfig>({
       tls: { ...tls, verify: config['web.hook.ssl.verify'] },
       poolSize: config['web.hook.pool_size'],
       pipelining: config['web.hook.request.pipelining'],
+      batchSize: config['web.hook.batch_size'],
+      batchTime: config['web.hook.batch_time'],
       queueSize: config['web.hook.queue_size'],
       queueBytes: config['web.hook.queue_bytes'],
       timeout: config['web.hook.request.timeout'],

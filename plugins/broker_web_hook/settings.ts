@@ -24,6 +24,10 @@ export interface WebHookConfig {
   'web.hook.pool_size': number
   /** requests under way at once on one connection (HTTP/1.1 pipelining; 1: none) */
   'web.hook.request.pipelining': number
+  /** events one POST carries at most (1: one POST per event, its object; more: a JSON array) */
+  'web.hook.batch_size': number
+  /** milliseconds an event waits on the node for others to go to the delivery thread (and, batched, in one POST) with */
+  'web.hook.batch_time': number
   /** events waiting to be posted, at most */
   'web.hook.queue_size': number
   /** bytes of waiting events (payloads, topics, ids), at most */
@@ -44,6 +48,8 @@ export const DEFAULTS = {
   'web.hook.api.url': 'http://127.0.0.1:8080',
   'web.hook.pool_size': 32,
   'web.hook.request.pipelining': 16,
+  'web.hook.batch_size': 1,
+  'web.hook.batch_time': 5,
   'web.hook.queue_size': 10_000,
   'web.hook.queue_bytes': 64 * 1024 * 1024,
   'web.hook.request.timeout': 5000,
@@ -54,6 +60,8 @@ export const DEFAULTS = {
 
 /** The queue's bytes are counted in a 32-bit integer shared with the delivery thread. */
 const MAX_QUEUE_BYTES = 1024 * 1024 * 1024
+
+const MAX_BATCH_TIME = 10_000
 
 /** Headers the HTTP client sets itself (or that would break the request framing). */
 const RESERVED_HEADERS: readonly string[] = Object.freeze(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect', 'te', 'trailer', 'host'])
@@ -104,6 +112,11 @@ export const schema = Joi.object<WebHookConfig>({
   'web.hook.ssl.verify': Joi.boolean().default(true),
   'web.hook.pool_size': Joi.number().integer().min(1).max(1024).default(DEFAULTS['web.hook.pool_size']),
   'web.hook.request.pipelining': Joi.number().integer().min(1).max(1000).default(DEFAULTS['web.hook.request.pipelining']),
+  'web.hook.batch_size': Joi.number().integer().min(1).max(10_000).default(DEFAULTS['web.hook.batch_size']),
+  'web.hook.batch_time': custom(durationSetting(DEFAULTS['web.hook.batch_time'], 1).custom((ms: number) => {
+    if (ms > MAX_BATCH_TIME) throw new Error(`"${ms}ms" is longer than 10s`)
+    return ms
+  })),
   'web.hook.queue_size': Joi.number().integer().min(1).max(10_000_000).default(DEFAULTS['web.hook.queue_size']),
   'web.hook.queue_bytes': custom(Joi.any().custom((raw: unknown) => {
     const bytes = parseBytesize(String(raw).trim())

@@ -1,5 +1,6 @@
 // The delivery thread: posts the events the node hands it, one POST per
-// event, over at most `poolSize` keep-alive connections (TLS with the
+// event (or, with `batchSize` > 1, per up to that many events of one lane, a
+// JSON array), over at most `poolSize` keep-alive connections (TLS with the
 // web.hook.ssl.* files). One FIFO lane per connection, the lane chosen by the
 // client id the event is about, so one client's events are posted in order.
 // A lane keeps up to `pipelining` requests under way on its connection
@@ -44,6 +45,8 @@ export interface ThreadSettings {
   poolSize: number
   /** requests under way at once on one connection (1: each waits for the answer to the one before) */
   pipelining: number
+  /** events one POST carries at most: 1, the body is the event's object; more, a JSON array of them */
+  batchSize: number
   /** ms per attempt: connecting, sending, the whole answer */
   timeout: number
   retryTimes: number
@@ -65,7 +68,7 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
   interface Lane {
     items: Item[]
     head: number
-    /** events taken from `items` and not settled: under way or waiting for a retry */
+    /** POSTs started and not settled: under way or waiting for a retry */
     busy: number
     /** of those, the ones waiting for a retry or retried: while there are any, no new event starts */
     retrying: number
@@ -82,6 +85,7 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
   const { ca, cert, key, verify } = settings.tls
   const connect = undici.buildConnector({ timeout: settings.timeout, ca, cert, key, rejectUnauthorized: verify })
   const pipelining = settings.pipelining
+  const batchSize = settings.batchSize
   // undici pipelines only requests marked idempotent and not blocking (a POST answered by no one is retried
   // here anyway: events are posted at least once)
   const idempotent = pipelining > 1
@@ -136,16 +140,16 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
     state.why = undefined
   }
 
-  /** One event's POST: its lane, its tries so far and the pause before the next. */
+  /** One POST (one event, or up to `batchSize` of one lane in order): its lane, its tries so far and the pause before the next. */
   class Attempt implements Dispatcher.DispatchHandler {
     status = 0
     readonly seq = ++state.started
-    constructor (readonly lane: Lane, readonly item: Item, readonly tries: number, readonly wait: number) {}
+    constructor (readonly lane: Lane, readonly items: Item[], readonly body: string, readonly tries: number, readonly wait: number) {}
 
     post (): void {
       cork(this.lane)
       try {
-        clientOf(this.lane).dispatch({ path, method: 'POST', headers, body: this.item.body, idempotent, blocking }, this)
+        clientOf(this.lane).dispatch({ path, method: 'POST', headers, body: this.body, idempotent, blocking }, this)
       } catch (err) {
         // the client is closed: the thread is stopping
         queueMicrotask(() => this.settled(err instanceof Error ? err : new Error(String(err))))
@@ -161,7 +165,7 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
 
     settled (answer: number | Error): void {
       if (state.stopped) return
-      const { lane, item, tries } = this
+      const { lane, items, tries } = this
       if (answer instanceof Error) {
         if (state.outageSince < 0) {
           state.outageSince = this.seq
@@ -173,31 +177,33 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
       }
       if (typeof answer === 'number' && answer >= 200 && answer < 300) {
         lane.window = pipelining
-        return done(lane, item, tries > 0, true)
+        return done(lane, items, tries > 0, true)
       }
       const retryable = answer instanceof Error || answer >= 500
       // an endpoint that is down or failing is probed with one request at a time
       if (retryable) lane.window = 1
       if (!retryable || tries >= settings.retryTimes) {
         const why = answer instanceof Error ? `no answer: ${answer.message}` : `answer ${answer}`
-        return done(lane, item, tries > 0, false, `${why} (${tries + 1} attempt${tries === 0 ? '' : 's'})`)
+        return done(lane, items, tries > 0, false, `${why} (${tries + 1} attempt${tries === 0 ? '' : 's'})`)
       }
       if (tries === 0) lane.retrying++
       const timer = setTimeout(() => {
         pauses.delete(timer)
-        if (!state.stopped) new Attempt(lane, item, tries + 1, this.wait * settings.retryBackoff).post()
+        if (!state.stopped) new Attempt(lane, items, this.body, tries + 1, this.wait * settings.retryBackoff).post()
       }, this.wait)
       pauses.add(timer)
     }
   }
 
-  /** An event settled: off the shared count, counted, and the lane's next ones started. */
-  const done = (lane: Lane, item: Item, retried: boolean, ok: boolean, why?: string): void => {
-    Atomics.sub(shared, 0, 1)
-    Atomics.sub(shared, 1, item.size)
-    if (ok) state.sent++
+  /** A POST settled: its events off the shared count, counted, and the lane's next ones started. */
+  const done = (lane: Lane, items: Item[], retried: boolean, ok: boolean, why?: string): void => {
+    let bytes = 0
+    for (const item of items) bytes += item.size
+    Atomics.sub(shared, 0, items.length)
+    Atomics.sub(shared, 1, bytes)
+    if (ok) state.sent += items.length
     else {
-      state.failed++
+      state.failed += items.length
       state.why ??= why
     }
     // outcomes go back in batches: each message wakes the node's thread
@@ -207,18 +213,33 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
     start(lane)
   }
 
-  /** Starts the lane's waiting events, as many as its connection may have under way. */
+  /** The lane's next waiting event, taken off its queue. */
+  const take = (lane: Lane): Item => {
+    const item = lane.items[lane.head]
+    lane.items[lane.head++] = undefined as unknown as Item
+    // drop the consumed front once it is most of the array
+    if (lane.head >= 1024 && lane.head * 2 >= lane.items.length) {
+      lane.items = lane.items.slice(lane.head)
+      lane.head = 0
+    }
+    return item
+  }
+
+  /** Starts the lane's waiting events, as many POSTs as its connection may have under way, each with up to `batchSize` events. */
   const start = (lane: Lane): void => {
     while (!state.stopped && lane.retrying === 0 && lane.busy < lane.window && lane.head < lane.items.length) {
-      const item = lane.items[lane.head]
-      lane.items[lane.head++] = undefined as unknown as Item
-      // drop the consumed front once it is most of the array
-      if (lane.head >= 1024 && lane.head * 2 >= lane.items.length) {
-        lane.items = lane.items.slice(lane.head)
-        lane.head = 0
-      }
+      // a part batch only when the lane has none under way: under load the events that come meanwhile fill the next
+      if (batchSize > 1 && lane.busy > 0 && lane.items.length - lane.head < batchSize) return
       lane.busy++
-      new Attempt(lane, item, 0, settings.retryInterval).post()
+      if (batchSize === 1) {
+        const item = take(lane)
+        new Attempt(lane, [item], item.body, 0, settings.retryInterval).post()
+        continue
+      }
+      // a batch: the events waiting now, no more than batchSize
+      const items: Item[] = []
+      while (items.length < batchSize && lane.head < lane.items.length) items.push(take(lane))
+      new Attempt(lane, items, `[${items.map((item) => item.body).join(',')}]`, 0, settings.retryInterval).post()
     }
   }
 

@@ -25,6 +25,8 @@ function delivery (t: Test, url: string, options: Partial<DeliveryOptions> = {})
     tls: { verify: true },
     poolSize: 4,
     pipelining: 8,
+    batchSize: 1,
+    batchTime: 5,
     queueSize: 100,
     queueBytes: 1024 * 1024,
     timeout: 2000,
@@ -116,6 +118,28 @@ t.test('pipelining: a failed event is retried before the client\'s events that w
   const next = between.length === 0 ? 2 : Math.max(...between) + 1
   t.same(seq.slice(again), [1, ...Array.from({ length: 13 - next }, (_, i) => next + i)], 'then the rest in order')
   t.equal(counts.failed, 0)
+})
+
+t.test('batch_size: a POST carries the events waiting on a lane, as a JSON array, each client in order; a failed batch is retried whole', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url(), { poolSize: 1, pipelining: 1, batchSize: 5 })
+  let failed = false
+  e.answer(() => {
+    if (failed) return 200
+    failed = true
+    return 500
+  })
+  for (let n = 0; n < 12; n++) for (const key of ['a', 'b']) d.offer(event(key, n))
+  await waitFor(() => counts.sent === 24, 10_000, 'all 24 posted')
+  const batches = e.hits.map((h) => h.body as unknown as Array<{ key: string, n: number }>)
+  t.ok(batches.every((b) => Array.isArray(b) && b.length >= 1 && b.length <= 5), `arrays of 1 to 5 events (${batches.map((b) => b.length).join(' ')})`)
+  t.same(batches[1], batches[0], 'the batch answered 500 posted again, the same events')
+  const events = batches.slice(1).flat()
+  t.equal(events.length, 24, 'then each event once')
+  for (const key of ['a', 'b']) t.same(events.filter((ev) => ev.key === key).map((ev) => ev.n), Array.from({ length: 12 }, (_, n) => n), `client ${key}'s events in order`)
+  t.equal(counts.failed + counts.dropped, 0)
+  t.equal(d.queued, 0, 'every event off the queue')
+  t.equal(d.queuedBytes, 0)
 })
 
 t.test('the default content-type is application/json', async (t) => {
