@@ -8,6 +8,7 @@
 // event-loop stall, largest RSS). One redis-server serves (2)–(4); each setup
 // gets fresh nodes, a cluster name of its own and fresh workers. See
 // bench/README.md.
+import { envChoice } from './env.js'
 import { LoopProbe } from './loop-probe.js'
 import { Worker } from './pool.js'
 import type { Role } from './protocol.js'
@@ -141,15 +142,6 @@ async function runSetup (key: Setup, redis: Server | null, seconds: number, qos:
   return await measure(nodes, redis, seconds, qos, key === 'mesh')
 }
 
-/** `BENCH_CLUSTER_SETUPS` (comma-separated keys) and `BENCH_CLUSTER_QOS` (0 or 1): run only these; all when unset. */
-function selected<T extends string | number> (name: string, all: readonly T[]): T[] {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return [...all]
-  const picked = all.filter((value) => raw.split(',').map((v) => v.trim()).includes(String(value)))
-  if (picked.length === 0) throw new Error(`${name}=${raw}: expected some of ${all.join(', ')}`)
-  return picked
-}
-
 const noRuns = (): Record<Setup, SetupResult | null> => ({ single: null, cluster: null, crossNode: null, mesh: null })
 
 /**
@@ -167,9 +159,10 @@ export async function runClusterSection (seconds: number, note: (text: string) =
     note(`${CLUSTER_SECTION} skipped: redis-server is not on PATH`)
     return results
   }
-  const setups = selected(
-    'BENCH_CLUSTER_SETUPS', SETUPS.map((s) => s.key)).map((key) => SETUPS.find((s) => s.key === key)!)
-  const levels = selected('BENCH_CLUSTER_QOS', QOS_LEVELS)
+  // BENCH_CLUSTER_SETUPS (setup keys) and BENCH_CLUSTER_QOS (0, 1): only these; all when unset
+  const keys = envChoice('BENCH_CLUSTER_SETUPS', SETUPS.map((s) => s.key))
+  const setups = SETUPS.filter((s) => keys.includes(s.key))
+  const levels = envChoice('BENCH_CLUSTER_QOS', QOS_LEVELS)
   let redis: Server | null = null
   try {
     process.stderr.write(`${CLUSTER_SECTION}: starting redis-server ... `)

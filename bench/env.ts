@@ -1,4 +1,4 @@
-// The bench's numeric settings from the environment (BENCH_*, SOAK_*), one reading and one error.
+// The bench's settings from the environment (BENCH_*, SOAK_*): numbers and comma-separated choices, one reading and one error each.
 
 export interface NumberRule {
   /** whole numbers only */
@@ -17,4 +17,15 @@ export function envNumber (name: string, fallback: number, rule: NumberRule = {}
     throw new Error(`${name}=${raw}: expected ${rule.zero === true ? 'a number ≥ 0' : 'a positive number'}${rule.integer === true ? ', whole' : ''}`)
   }
   return value
+}
+
+/** `process.env[name]` as a comma-separated choice among `all`: the chosen ones in `all`'s order, all of them when unset or empty; throws naming a value it does not know. */
+export function envChoice<T extends string | number> (name: string, all: readonly T[], env: NodeJS.ProcessEnv = process.env): T[] {
+  const raw = env[name]
+  if (raw === undefined || raw.trim() === '') return [...all]
+  const wanted = raw.split(',').map((v) => v.trim()).filter((v) => v !== '')
+  for (const value of wanted) {
+    if (!all.some((known) => String(known) === value)) throw new Error(`${name}=${raw}: no ${value} (have ${all.join(', ')})`)
+  }
+  return all.filter((known) => wanted.includes(String(known)))
 }

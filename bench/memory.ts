@@ -11,6 +11,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { envChoice } from './env.js'
 import { partBytes, PARTS, readSnapshot, type Part } from './heap-parts.js'
 import { Worker } from './pool.js'
 import { idleRoles, idleWorkerCount } from './idle-split.js'
@@ -142,11 +143,11 @@ export async function measureMemory (kind: ServerKind, variant: typeof MEMORY_VA
 /** Every variant on every server; failures are pushed to `errors`. BENCH_MEMORY_VARIANTS=name,… narrows, BENCH_MEMORY_SNAPSHOT=0 skips the snapshots. */
 export async function runMemorySection (connections: number, errors: string[]): Promise<MemoryResults> {
   const snapshots = process.env.BENCH_MEMORY_SNAPSHOT !== '0'
-  const wanted = process.env.BENCH_MEMORY_VARIANTS?.split(',').map((s) => s.trim())
+  const wanted = envChoice('BENCH_MEMORY_VARIANTS', MEMORY_VARIANTS.map((v) => v.name))
   const kinds: ServerKind[] = onPath('mosquitto') ? ['bare', 'mosquitto', 'broker'] : ['bare', 'broker']
   const results: MemoryResults = {}
   for (const variant of MEMORY_VARIANTS) {
-    if (wanted !== undefined && !wanted.includes(variant.name)) continue
+    if (!wanted.includes(variant.name)) continue
     results[variant.name] = {}
     for (const kind of kinds) {
       process.stderr.write(`${MEMORY_SECTION} ${variant.name} on ${kind} ... `)

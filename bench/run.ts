@@ -11,7 +11,7 @@ import { loadavg } from 'node:os'
 import { ACL_CHAIN_SECTION, measureAclChain, type AclChainFigures } from './acl-chain.js'
 import { describeDisturbance, disturbancePolicy, sampleDisturbance, watchDisturbance, type Disturbance, type DisturbancePolicy } from './disturbance.js'
 import { CLUSTER_SECTION, QOS_LEVELS, runClusterSection, SETUPS, type ClusterResults } from './cluster.js'
-import { envNumber } from './env.js'
+import { envChoice, envNumber } from './env.js'
 import { FD_HEADROOM, openFileLimit, rerunWithOpenFiles } from './fd-limit.js'
 import { GATEWAY_RUNS, GATEWAYS_SECTION, runGatewaysSection, type GatewayResults } from './gateways.js'
 import { MEMORY_SECTION, runMemorySection, type MemoryResults } from './memory.js'
@@ -28,13 +28,7 @@ type Figures = Record<string, number>
 
 /** The scenarios of the table and whether the cluster, gateways, web-hook and acl-chain sections run, as BENCH_ONLY says. */
 function selectScenarios (): { selected: Scenario[], cluster: boolean, gateways: boolean, webHook: boolean, aclChain: boolean, memory: boolean } {
-  const only = process.env.BENCH_ONLY
-  if (only === undefined || only === '') return { selected: scenarios, cluster: true, gateways: true, webHook: true, aclChain: true, memory: true }
-  const names = only.split(',').map((s) => s.trim())
-  const known = [...scenarios.map((s) => s.name), CLUSTER_SECTION, GATEWAYS_SECTION, WEB_HOOK_SECTION, ACL_CHAIN_SECTION, MEMORY_SECTION]
-  for (const name of names) {
-    if (!known.includes(name)) throw new Error(`BENCH_ONLY=${only}: no scenario ${name} (have ${known.join(', ')})`)
-  }
+  const names = envChoice('BENCH_ONLY', [...scenarios.map((s) => s.name), CLUSTER_SECTION, GATEWAYS_SECTION, WEB_HOOK_SECTION, ACL_CHAIN_SECTION, MEMORY_SECTION])
   return {
     selected: scenarios.filter((s) => names.includes(s.name)),
     cluster: names.includes(CLUSTER_SECTION),

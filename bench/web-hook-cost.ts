@@ -19,10 +19,12 @@ import { Delivery } from '../plugins/broker_web_hook/delivery.js'
 import { eventHandlers } from '../plugins/broker_web_hook/events.js'
 import { eventsOf } from '../plugins/broker_web_hook/rules.js'
 import { DEFAULTS } from '../plugins/broker_web_hook/settings.js'
+import { envChoice, envNumber } from './env.js'
 import { cpuMs, freePort, killAllNow, Server } from './servers.js'
 import { endpointCount } from './web-hook.js'
 
-type Case = 'feed' | 'live' | 'batch' | 'down'
+const CASES = ['feed', 'live', 'batch', 'down'] as const
+type Case = typeof CASES[number]
 interface Figures { mainUs: number, otherUs: number, endpointUs?: number, endpointUsPerEvent?: number, sent: number, dropped: number }
 
 const CHUNK = 20
@@ -58,8 +60,8 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       tls: { verify: true },
       poolSize: DEFAULTS['web.hook.pool_size'],
       pipelining: DEFAULTS['web.hook.request.pipelining'],
-      batchSize: kind === 'batch' ? Number(process.env.WEB_HOOK_BATCH ?? 100) : DEFAULTS['web.hook.batch_size'],
-      batchTime: kind === 'batch' ? Number(process.env.WEB_HOOK_BATCH_TIME ?? 50) : DEFAULTS['web.hook.batch_time'],
+      batchSize: kind === 'batch' ? envNumber('WEB_HOOK_BATCH', 100, { integer: true }) : DEFAULTS['web.hook.batch_size'],
+      batchTime: kind === 'batch' ? envNumber('WEB_HOOK_BATCH_TIME', 50) : DEFAULTS['web.hook.batch_time'],
       queueSize: DEFAULTS['web.hook.queue_size'],
       queueBytes: DEFAULTS['web.hook.queue_bytes'],
       timeout: DEFAULTS['web.hook.request.timeout'],
@@ -129,7 +131,7 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
 async function main (): Promise<void> {
   const events = Number(process.argv[2] ?? 40_000)
   const rounds = Number(process.argv[3] ?? 3)
-  const only = (process.env.WEB_HOOK_CASES ?? 'feed,live,batch,down').split(',') as Case[]
+  const only = envChoice('WEB_HOOK_CASES', CASES)
   const endpoint = await Server.startHookEndpoint()
   const runs: Record<Case, Figures[]> = { feed: [], live: [], batch: [], down: [] }
   try {

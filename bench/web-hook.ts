@@ -54,6 +54,9 @@ export type WebHookResults = Record<HookLoad, Record<HookSetup, HookRun | null> 
 
 const WEB_HOOK_PLUGIN = 'broker_web_hook'
 
+/** One fresh value per setup. */
+const perSetup = <T>(make: () => T): Record<HookSetup, T> => Object.fromEntries(HOOK_SETUPS.map(({ key }) => [key, make()])) as Record<HookSetup, T>
+
 /** The opt-in batch mode the `batch` setup measures. */
 const BATCH_SETTINGS = { 'web.hook.batch_size': '100', 'web.hook.batch_time': '50ms' }
 
@@ -119,7 +122,7 @@ function median (runs: HookRun[]): HookRun | null {
  * keeping each setup's median run; progress on stderr, failures into `errors`.
  */
 export async function runWebHookSection (seconds: number, rounds: number, errors: string[]): Promise<WebHookResults> {
-  const results = Object.fromEntries(HOOK_LOADS.map(({ key }) => [key, { off: null, live: null, batch: null, down: null, ratio: { live: null, batch: null, down: null } }])) as WebHookResults
+  const results = Object.fromEntries(HOOK_LOADS.map(({ key }) => [key, { ...perSetup(() => null), ratio: { live: null, batch: null, down: null } }])) as WebHookResults
   let endpoint: Server
   try {
     endpoint = await Server.startHookEndpoint()
@@ -130,7 +133,7 @@ export async function runWebHookSection (seconds: number, rounds: number, errors
   }
   try {
     for (const load of HOOK_LOADS) {
-      const runs: Record<HookSetup, HookRun[]> = { off: [], live: [], batch: [], down: [] }
+      const runs = perSetup((): HookRun[] => [])
       for (let round = 1; round <= rounds; round++) {
         for (const { key, title } of HOOK_SETUPS) {
           process.stderr.write(`${WEB_HOOK_SECTION} ${load.key}, ${title}, round ${round}/${rounds} ... `)

@@ -7,6 +7,7 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { RedisBus, type BusOverflow } from '../lib/cluster/bus.js'
+import { emitted } from './helpers/bus.js'
 import { waitFor } from './helpers/cluster.js'
 import { startRedis } from './helpers/servers/redis.js'
 
@@ -24,8 +25,6 @@ function bus (overflow: BusOverflow = 'pause'): RedisBus {
   return b
 }
 
-const emitted = async (b: RedisBus, packet: { topic: string, qos?: number, payload?: Buffer }): Promise<void> =>
-  await new Promise((resolve, reject) => b.emit(packet, (err) => err === undefined ? resolve() : reject(err)))
 
 const a = bus()
 const b = bus()

@@ -9,6 +9,7 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { RedisBus } from '../lib/cluster/bus.js'
+import { emitted } from './helpers/bus.js'
 import { waitFor } from './helpers/cluster.js'
 import { startRedis } from './helpers/servers/redis.js'
 
@@ -42,8 +43,9 @@ function node (): Node {
   return self as Node
 }
 
-const emitted = async (b: RedisBus, topic: string, payload: string): Promise<void> =>
-  await new Promise((resolve, reject) => b.emit({ topic, qos: 1, payload: Buffer.from(payload), retain: false, cmd: 'publish' } as never, (err) => err === undefined ? resolve() : reject(err)))
+/** A QoS 1 message on `topic` through `b`. */
+const published = async (b: RedisBus, topic: string, payload: string): Promise<void> =>
+  await emitted(b, { topic, qos: 1, payload: Buffer.from(payload), retain: false, cmd: 'publish' })
 
 /** Listens on `topic` on `n`; the payloads it gets. */
 async function listen (n: Node, topic: string): Promise<string[]> {
@@ -78,7 +80,7 @@ t.test('a node judged gone while it could not listen gets, once heard again, wha
   await cut(admin, slow)
   await waitFor(() => slow.sub.status !== 'ready' && slow.pub.status !== 'ready', 10_000, 'the slow node disconnected')
   const sent = Array.from({ length: 50 }, (_, i) => `m${i}`)
-  for (const payload of sent) await emitted(sender.bus, 'absent/x', payload)
+  for (const payload of sent) await published(sender.bus, 'absent/x', payload)
   t.ok(slow.sub.status !== 'ready', 'every message acknowledged while the slow node could not listen (it was judged gone, not waited for)')
   slow.away = false
   await waitFor(() => sent.every((payload) => got.includes(payload)), 30_000, 'the messages on the node once it is back').catch(() => {})
@@ -95,7 +97,7 @@ t.test('a node that never comes back holds no publisher, and what is kept for it
   dead.pub.disconnect()
   dead.sub.disconnect()
   const total = 3 * KEPT_BOUND
-  for (let i = 0; i < total; i++) await emitted(sender.bus, 'dead/x', `d${i}`)
+  for (let i = 0; i < total; i++) await published(sender.bus, 'dead/x', `d${i}`)
   t.pass(`${total} messages acknowledged after the node died`)
   const { unconfirmed, behind } = sender.bus.state()
   t.ok(unconfirmed < KEPT_BOUND, `kept for it: ${unconfirmed} messages, under ${KEPT_BOUND}`)

@@ -326,8 +326,7 @@ export class RedisBus extends MQEmitter {
     let lost = false
     for (const [peer, heard] of this.#peers) {
       if (now - heard < PEER_TTL_MS) continue
-      this.#peers.delete(peer)
-      this.#remoteBehind.delete(peer)
+      this.#absent(peer)
       lost = true
     }
     if (lost) this.#limitAbsent()
@@ -345,10 +344,15 @@ export class RedisBus extends MQEmitter {
     }
   }
 
-  /** Gives a node up: what was kept for it goes. */
-  #forget (peer: string): void {
+  /** A node no longer heard: it holds no frame and no publisher, and what is kept for it stays (#confirmed). */
+  #absent (peer: string): void {
     this.#peers.delete(peer)
     this.#remoteBehind.delete(peer)
+  }
+
+  /** Gives a node up: what was kept for it goes. */
+  #forget (peer: string): void {
+    this.#absent(peer)
     this.#confirmed.delete(peer)
     this.#prune()
   }

@@ -25,11 +25,6 @@ function bytesizeSetting (def: number, min: number, max: number): Joi.AnySchema 
 }
 
 export const schema = Joi.object<LuaHookConfig>({
-  'lua.hook.timeout': durationSetting(100, 1)
-    .custom((ms: number) => {
-      if (ms > MAX_TIMEOUT_MS) throw new Error(`it is longer than ${MAX_TIMEOUT_MS / 1000}s`)
-      return ms
-    })
-    .meta({ live: true }),
+  'lua.hook.timeout': durationSetting(100, 1, { ms: MAX_TIMEOUT_MS, said: `${MAX_TIMEOUT_MS / 1000}s` }).meta({ live: true }),
   'lua.hook.max_memory': bytesizeSetting(16 * MB, MIN_MEMORY, MAX_MEMORY).meta({ live: true })
 })

@@ -103,6 +103,11 @@ export async function createServer (listen: { host: string, port: number }, cont
   return server
 }
 
+/** The API whose base `path` is under, if any. */
+function apiOfPath (apis: readonly Api[], path: string): Api | undefined {
+  return apis.find((api) => path === api.base || path.startsWith(api.base + '/'))
+}
+
 /** Seconds a client is told to wait before asking again while the store cannot be reached. */
 export const STORE_RETRY_AFTER_S = 5
 export const STORE_UNAVAILABLE = 'store_unavailable: the node cannot reach its store (the cluster\'s Redis), where the logins are kept; try again once it is back'
@@ -112,7 +117,7 @@ function refuseWithoutStore (server: Hapi.Server, apis: readonly Api[], node: Se
     // routes without credentials (hapi: `auth: false` reads as no strategies) do not need the store
     if ((request.route.settings.auth?.strategies ?? []).length === 0) return h.continue
     if (!node.health().reasons.includes('store_unavailable')) return h.continue
-    const api = apis.find((a) => request.path === a.base || request.path.startsWith(a.base + '/')) ?? apis[0]
+    const api = apiOfPath(apis, request.path) ?? apis[0]
     return refuse(h, api, new ApiError(503, { message: STORE_UNAVAILABLE })).header('Retry-After', String(STORE_RETRY_AFTER_S)).takeover()
   })
 }
@@ -140,7 +145,7 @@ export function mountApi (server: Hapi.Server, api: Api, context: ServerContext,
  */
 export function answerRefusals (server: Hapi.Server, apis: readonly Api[], context: ServerContext, logger: Logger, scope: 'everywhere' | 'apis-only'): void {
   const open = new Set(apis.flatMap((api) => api.routes.filter((r) => r.auth === false).map((r) => hapiPath(api.base, r.path))))
-  const apiOf = (path: string): Api | undefined => apis.find((api) => path === api.base || path.startsWith(api.base + '/')) ?? (scope === 'everywhere' ? apis[0] : undefined)
+  const apiOf = (path: string): Api | undefined => apiOfPath(apis, path) ?? (scope === 'everywhere' ? apis[0] : undefined)
   server.ext('onPreResponse', (request, h) => {
     const response = request.response
     if (!('isBoom' in response) || response.isBoom !== true) return h.continue

@@ -15,9 +15,6 @@ export const MAX_TOP = 1000
 
 export const schema = Joi.object<ReconConfig>({
   'recon.top': Joi.number().integer().min(1).max(MAX_TOP).default(10),
-  'recon.event_loop.resolution': durationSetting(10, 1).custom((ms: number) => {
-    if (ms > 1000) throw new Error('it is longer than 1s')
-    return ms
-  }),
+  'recon.event_loop.resolution': durationSetting(10, 1, { ms: 1000, said: '1s' }),
   'recon.heapsnapshot': Joi.boolean().truthy('on').falsy('off').default(true)
 })

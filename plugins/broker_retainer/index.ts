@@ -34,10 +34,7 @@ export const schema = Joi.object<RetainerConfig>({
   'retainer.storage_type': Joi.string().valid('ram', 'disc', 'disc_only').default('disc').meta({ datatype: 'enum' }),
   'retainer.max_retained_messages': Joi.number().integer().min(0).max(Number.MAX_SAFE_INTEGER).default(0).meta({ live: true, datatype: 'integer' }),
   'retainer.max_payload_size': bytesizeSetting(1048576).meta({ live: true, datatype: 'bytesize' }),
-  'retainer.expiry_interval': durationSetting(0, 0).custom((ms: number) => {
-    if (ms > MAX_EXPIRY_MS) throw new Error('is longer than 4294967295s (MQTT\'s longest message expiry)')
-    return ms
-  }).meta({ live: true, datatype: 'duration' })
+  'retainer.expiry_interval': durationSetting(0, 0, { ms: MAX_EXPIRY_MS, said: '4294967295s (MQTT\'s longest message expiry)' }).meta({ live: true, datatype: 'duration' })
 })
 
 async function openStorage (type: StorageType, store: PluginStore, shared: boolean, limits: Limits, logger: Logger): Promise<Storage> {

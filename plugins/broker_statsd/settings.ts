@@ -41,8 +41,5 @@ export const schema = Joi.object<StatsdConfig>({
     return raw
   }).default(''),
   'statsd.sample_rate': Joi.number().greater(0).max(1).default(1),
-  'statsd.flush_interval': durationSetting(10_000, 1000).custom((ms: number) => {
-    if (ms > DAY_MS) throw new Error('it is longer than a day')
-    return ms
-  })
+  'statsd.flush_interval': durationSetting(10_000, 1000, { ms: DAY_MS, said: 'a day' })
 })

@@ -113,10 +113,7 @@ export const schema = Joi.object<WebHookConfig>({
   'web.hook.pool_size': Joi.number().integer().min(1).max(1024).default(DEFAULTS['web.hook.pool_size']),
   'web.hook.request.pipelining': Joi.number().integer().min(1).max(1000).default(DEFAULTS['web.hook.request.pipelining']),
   'web.hook.batch_size': Joi.number().integer().min(1).max(10_000).default(DEFAULTS['web.hook.batch_size']),
-  'web.hook.batch_time': custom(durationSetting(DEFAULTS['web.hook.batch_time'], 1).custom((ms: number) => {
-    if (ms > MAX_BATCH_TIME) throw new Error(`"${ms}ms" is longer than 10s`)
-    return ms
-  })),
+  'web.hook.batch_time': custom(durationSetting(DEFAULTS['web.hook.batch_time'], 1, { ms: MAX_BATCH_TIME, said: '10s' })),
   'web.hook.queue_size': Joi.number().integer().min(1).max(10_000_000).default(DEFAULTS['web.hook.queue_size']),
   'web.hook.queue_bytes': custom(Joi.any().custom((raw: unknown) => {
     const bytes = parseBytesize(String(raw).trim())

@@ -231,15 +231,11 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
       // a part batch only when the lane has none under way: under load the events that come meanwhile fill the next
       if (batchSize > 1 && lane.busy > 0 && lane.items.length - lane.head < batchSize) return
       lane.busy++
-      if (batchSize === 1) {
-        const item = take(lane)
-        new Attempt(lane, [item], item.body, 0, settings.retryInterval).post()
-        continue
-      }
-      // a batch: the events waiting now, no more than batchSize
+      // the events waiting now, no more than batchSize; one event's body is its object, a batch's an array
       const items: Item[] = []
       while (items.length < batchSize && lane.head < lane.items.length) items.push(take(lane))
-      new Attempt(lane, items, `[${items.map((item) => item.body).join(',')}]`, 0, settings.retryInterval).post()
+      const body = batchSize === 1 ? items[0].body : `[${items.map((item) => item.body).join(',')}]`
+      new Attempt(lane, items, body, 0, settings.retryInterval).post()
     }
   }
 

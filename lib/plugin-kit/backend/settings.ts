@@ -14,12 +14,16 @@ export const COMMON_DEFAULTS = {
   'unavailable.acl': 'ignore'
 } as const
 
-/** `5s`, `500ms`, `1m`, or a bare number of seconds (as in etc/broker.conf) → milliseconds. */
-export function durationSetting (def: number, min = 1): Joi.AnySchema {
+/** The longest a duration setting may be, and how its error says it (`it is longer than <said>`). */
+export interface LongestDuration { ms: number, said: string }
+
+/** `5s`, `500ms`, `1m`, or a bare number of seconds (as in etc/broker.conf) → milliseconds, at least `min`, at most `longest`. */
+export function durationSetting (def: number, min = 1, longest?: LongestDuration): Joi.AnySchema {
   return Joi.any().custom((raw: unknown) => {
     if (typeof raw !== 'string' && typeof raw !== 'number') throw new Error('it is not a duration (e.g. 5s or 500ms)')
     const ms = parseDuration(String(raw).trim())
     if (ms < min) throw new Error(`"${raw}" is shorter than ${min}ms`)
+    if (longest !== undefined && ms > longest.ms) throw new Error(`it is longer than ${longest.said}`)
     return ms
   }).default(def)
 }
