@@ -36,6 +36,11 @@ const clients: MqttClient[] = []
 t.teardown(async () => await closeAll(...clients))
 const redis = new Redis(cluster.redis.port, '127.0.0.1', { lazyConnect: true })
 t.teardown(() => redis.disconnect())
+// a failure on a loaded machine is read from what the nodes said
+t.teardown(() => {
+  if (t.passing()) return
+  for (const node of cluster.nodes) t.comment(`${node.name}'s last lines:\n${node.logs().split('\n').slice(-40).join('\n')}`)
+})
 
 const keep = async (url: string, options: IClientOptions): Promise<Tracked> => {
   const tracked = await track(url, { connectTimeout: 60_000, ...options })
@@ -53,7 +58,10 @@ async function subscriber (node: ClusterNode, fallback: ClusterNode | undefined,
   await first.client.subscribeAsync(filter, { qos: 1 })
   const moved = fallback === undefined
     ? Promise.resolve(undefined)
-    : new Promise<Tracked>((resolve, reject) => first.client.once('close', () => { keep(fallback.mqttUrl, { clientId, ...options }).then(resolve, reject) }))
+    : new Promise<Tracked>((resolve, reject) => first.client.once('close', () => {
+      const at = Date.now()
+      keep(fallback.mqttUrl, { clientId, ...options }).then(resolve, (err: Error) => reject(new Error(`${clientId} to ${fallback.name} (from ${new Date(at).toISOString()}): ${err.message}`)))
+    }))
   let second: Tracked | undefined
   void moved.then((tracked) => { second = tracked }, () => {})
   return { get messages () { return [...first.messages, ...(second?.messages ?? [])] }, moved }

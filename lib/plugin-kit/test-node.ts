@@ -2,7 +2,6 @@
 // and keeps its data (and the plugins' settings files) in a fresh temporary
 // folder, removed at stop. test/helpers/broker.ts and the plugin harness
 // (harness.ts) both start their nodes here.
-import { once } from 'node:events'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -28,12 +27,28 @@ export async function tempDir (prefix = 'broker-test-'): Promise<string> {
   return await mkdtemp(join(tmpdir(), prefix))
 }
 
+const FREE_PORT_LOW = 10_000
+const FREE_PORT_HIGH = 32_768
+
+/**
+ * A port free on 127.0.0.1 now, below the kernel's ephemeral range (32768 on):
+ * a port from that range, free when asked, could be taken by any outgoing
+ * connection (of the tests' many clients) before the server the test starts
+ * binds it (EADDRINUSE on a busy machine). Chosen at random, so that test
+ * processes running side by side rarely try the same one.
+ */
 export async function freePort (): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
+  for (;;) {
+    const port = FREE_PORT_LOW + Math.floor(Math.random() * (FREE_PORT_HIGH - FREE_PORT_LOW))
+    const server = createServer()
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false))
+      server.listen(port, '127.0.0.1', () => resolve(true))
+    })
+    if (!bound) continue
+    await new Promise((resolve) => server.close(resolve))
+    return port
+  }
 }
 
 /** A plugin's .conf file holding these settings. */
