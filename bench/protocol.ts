@@ -51,6 +51,8 @@ export interface WorkerResult {
   elapsedMs: number
   /** qos1-pairs: publish → delivery latency of each completed round trip, ms; latency: of each probe message; idle: CONNECT written → CONNACK read of each connection. */
   latenciesMs?: Float64Array
+  /** latency: the probe's latencies during the warm-up (a fresh server's first seconds) */
+  coldLatenciesMs?: Float64Array
   /** idle: connections that got a CONNACK, and those that did not. */
   connected?: number
   failed?: number

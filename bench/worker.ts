@@ -363,6 +363,8 @@ const LATENCY_MAX_BEHIND = 20
 async function latency (port: number, role: Extract<Role, { kind: 'latency' }>): Promise<Load> {
   const counts: Counts = { sent: 0, received: 0 }
   const latencies: number[] = []
+  /** the probe's latencies during the warm-up */
+  const cold: number[] = []
   let recording = false
   let running = false
   const payload = Buffer.alloc(16)
@@ -371,7 +373,10 @@ async function latency (port: number, role: Extract<Role, { kind: 'latency' }>):
       // the payload (the frame's last 16 bytes) starts with the send time
       onPublishFrame: (frame) => {
         counts.received++
-        if (recording && latencies.length < MAX_LATENCY_SAMPLES) latencies.push(performance.now() - frame.readDoubleLE(frame.length - 16))
+        const latency = performance.now() - frame.readDoubleLE(frame.length - 16)
+        if (recording) {
+          if (latencies.length < MAX_LATENCY_SAMPLES) latencies.push(latency)
+        } else if (running && cold.length < MAX_LATENCY_SAMPLES) cold.push(latency)
       }
     })
     : null
@@ -407,7 +412,7 @@ async function latency (port: number, role: Extract<Role, { kind: 'latency' }>):
         }, LATENCY_SLICE_MS)
         : undefined
       const result = await measure(counts, warmupMs, measureMs, () => { running = false; recording = false; clearInterval(timer) }, () => { recording = true })
-      return { ...result, latenciesMs: Float64Array.from(latencies).sort() }
+      return { ...result, latenciesMs: Float64Array.from(latencies).sort(), coldLatenciesMs: Float64Array.from(cold).sort() }
     }
   }
 }
