@@ -4,7 +4,8 @@
 // and a message matched in between used to be written first. MQTT.js then
 // stored its PUBACK for a QoS 1 one "offline", stopped reading, and never saw
 // the CONNACK (a connack timeout; the cluster's node-loss test hit it when a
-// moved session reconnected under load). Engine patch 202.
+// moved session reconnected under load). Engine patch 202. What waits for the
+// CONNACK must not hold anyone else's messages, however long the connect takes.
 import { createConnection, type Socket } from 'node:net'
 import mqttPacket, { type Packet } from 'mqtt-packet'
 import t from 'tap'
@@ -110,4 +111,42 @@ t.test('MQTT.js resuming a persistent session under a flood: the CONNACK first, 
   }
   await load.stop()
   t.same(early, [], 'each of 20 resumptions received its CONNACK before any message, then messages')
+})
+
+t.test('a resumption waiting on a slow store holds up no other client, and still gets its CONNACK first', async (t) => {
+  const clientId = 'cf-slow'
+  const first = await connect(url, { clientId, clean: false })
+  await first.subscribeAsync(FILTER, { qos: 1 })
+  await closeAll(first)
+  const watcher = await connect(url, { clientId: 'cf-watcher' })
+  t.teardown(async () => await closeAll(watcher))
+  await watcher.subscribeAsync(FILTER, { qos: 0 })
+  let seen = 0
+  watcher.on('message', () => { seen++ })
+  // the will's store write of this one client takes 3 s (the connect waits for it before its CONNACK)
+  const persistence = broker.node.engine.persistence as unknown as { putWill: (client: { id: string }, will: unknown) => Promise<unknown> }
+  const putWill = persistence.putWill.bind(persistence)
+  let slowed = 0
+  persistence.putWill = async (client, will) => {
+    if (client.id === clientId) {
+      slowed++
+      await new Promise((resolve) => setTimeout(resolve, 3000))
+    }
+    return await putWill(client, will)
+  }
+  t.teardown(() => { persistence.putWill = putWill })
+  const load = await flood()
+  const started = Date.now()
+  const pending = firstPacket(4, clientId)
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  const seenBefore = seen
+  await new Promise((resolve) => setTimeout(resolve, 2000))
+  const flowed = seen - seenBefore
+  const firstCmd = (await pending).cmd
+  const waited = Date.now() - started
+  await load.stop()
+  t.equal(slowed, 1, 'the resumption\'s will write was the slow one')
+  t.ok(waited >= 2500, `the resumption waited for it (${waited} ms)`)
+  t.ok(flowed > 100, `meanwhile another subscriber kept receiving (${flowed} messages in 2 s)`)
+  t.equal(firstCmd, 'connack', 'the resumption\'s first packet is still its CONNACK')
 })
