@@ -16,11 +16,10 @@ t.test('the hash depends on the identity only and spreads near identities', asyn
 })
 
 t.test('the ring holds up to its bound, drops the oldest, lets the expired go', async (t) => {
-  const ring = new HeldRing<number>(3000)
   const here: number[] = []
-  const later = (_group: string, item: number): void => { here.push(item) }
+  const ring = new HeldRing<number>(3000, (_group, item) => { here.push(item) })
   let kept = 0
-  for (let i = 0; i < 3500; i++) if (ring.push(i, 'g', i, 'other', i, later)) kept++
+  for (let i = 0; i < 3500; i++) if (ring.push(i, 'g', i, 'other', i)) kept++
   t.equal(kept, 3000, 'the pushes past the bound say so')
   t.equal(ring.size, 3000)
   ring.expire(1000)
@@ -36,13 +35,12 @@ t.test('the ring holds up to its bound, drops the oldest, lets the expired go', 
 })
 
 t.test('a redraw picks by group and node, and only among the recent', async (t) => {
-  const ring = new HeldRing<string>(10)
   const here: string[] = []
-  const later = (group: string, item: string): void => { here.push(`${group}/${item}`) }
-  ring.push(1, 'g1', 1, 'n2', 'old', later)
-  ring.push(5, 'g1', 2, 'n2', 'a', later)
-  ring.push(6, 'g2', 3, 'n2', 'b', later)
-  ring.push(7, 'g1', 4, 'n3', 'c', later)
+  const ring = new HeldRing<string>(10, (group, item) => { here.push(`${group}/${item}`) })
+  ring.push(1, 'g1', 1, 'n2', 'old')
+  ring.push(5, 'g1', 2, 'n2', 'a')
+  ring.push(6, 'g2', 3, 'n2', 'b')
+  ring.push(7, 'g1', 4, 'n3', 'c')
   ring.redraw(5, (group, drawnFor) => group === 'g1' && drawnFor === 'n2', () => undefined)
   t.same(here, ['g1/a'], 'the group and node picked, held since the time')
 })

@@ -124,7 +124,7 @@ t.test('a resumption waiting on a slow store holds up no other client, and still
   let seen = 0
   watcher.on('message', () => { seen++ })
   // the will's store write of this one client takes 3 s (the connect waits for it before its CONNACK)
-  const persistence = broker.node.engine.persistence as unknown as { putWill: (client: { id: string }, will: unknown) => Promise<unknown> }
+  const persistence = (broker.node.engine as unknown as { persistence: { putWill: (client: { id: string }, will: unknown) => Promise<unknown> } }).persistence
   const putWill = persistence.putWill.bind(persistence)
   let slowed = 0
   persistence.putWill = async (client, will) => {

@@ -3,6 +3,7 @@
 // arrays, oldest first. Holding a message is a few stores (no object, no
 // closure per message); letting the expired ones go is one sweep by the
 // owner's timer. The ring grows by doubling up to its bound, then drops the oldest.
+// One redelivery function serves every held message (given at construction).
 
 /** Delivers here a held item drawn again for this node. */
 export type Redeliver<T> = (group: string, item: T) => void
@@ -17,18 +18,18 @@ export class HeldRing<T> {
   /** the node it is drawn for; undefined once it was delivered here */
   #drawnFor: Array<string | undefined> = []
   #item: Array<T | undefined> = []
-  #later: Array<Redeliver<T> | undefined> = []
   #head = 0
   #size = 0
 
-  constructor (private readonly max: number) {}
+  /** `later` delivers here the held items drawn for this node again */
+  constructor (private readonly max: number, private readonly later: Redeliver<T>) {}
 
   get size (): number {
     return this.#size
   }
 
   /** Holds one message; false when the ring was full and the oldest was dropped for it. */
-  push (at: number, group: string, hash: number, drawnFor: string, item: T, later: Redeliver<T>): boolean {
+  push (at: number, group: string, hash: number, drawnFor: string, item: T): boolean {
     let kept = true
     if (this.#size === this.#at.length) {
       if (this.#size < this.max) this.#grow(Math.min(this.max, Math.max(FIRST_CAPACITY, this.#size * 2)))
@@ -45,7 +46,6 @@ export class HeldRing<T> {
     this.#hash[slot] = hash
     this.#drawnFor[slot] = drawnFor
     this.#item[slot] = item
-    this.#later[slot] = later
     this.#size++
     return kept
   }
@@ -66,7 +66,6 @@ export class HeldRing<T> {
     this.#hash = []
     this.#drawnFor = []
     this.#item = []
-    this.#later = []
     this.#head = 0
     this.#size = 0
   }
@@ -80,7 +79,7 @@ export class HeldRing<T> {
     const capacity = this.#at.length
     let first = this.#size
     while (first > 0 && this.#at[(this.#head + first - 1) % capacity] >= since) first--
-    const here: Array<{ group: string, item: T, later: Redeliver<T> }> = []
+    const here: Array<{ group: string, item: T }> = []
     for (let i = first; i < this.#size; i++) {
       const slot = (this.#head + i) % capacity
       const drawnFor = this.#drawnFor[slot]
@@ -88,16 +87,15 @@ export class HeldRing<T> {
       const drawn = draw(this.#group[slot], this.#hash[slot])
       this.#drawnFor[slot] = drawn
       if (drawn !== undefined) continue
-      here.push({ group: this.#group[slot], item: this.#item[slot] as T, later: this.#later[slot] as Redeliver<T> })
+      here.push({ group: this.#group[slot], item: this.#item[slot] as T })
       this.#release(slot)
     }
-    for (const { group, item, later } of here) later(group, item)
+    for (const { group, item } of here) this.later(group, item)
   }
 
   #release (slot: number): void {
     this.#drawnFor[slot] = undefined
     this.#item[slot] = undefined
-    this.#later[slot] = undefined
   }
 
   #grow (capacity: number): void {
@@ -111,7 +109,6 @@ export class HeldRing<T> {
     this.#hash = order(this.#hash) as number[]
     this.#drawnFor = order(this.#drawnFor) as Array<string | undefined>
     this.#item = order(this.#item) as Array<T | undefined>
-    this.#later = order(this.#later) as Array<Redeliver<T> | undefined>
     this.#head = 0
   }
 }

@@ -13,6 +13,7 @@ import { schema } from '../config/schema.js'
 import { quietErrors } from './redis.js'
 import { SharedPlacement } from './shared-placement.js'
 import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
+import type { AedesPublishPacket } from 'aedes'
 
 export interface Clustering {
   cluster: Cluster
@@ -49,7 +50,8 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
   await rpc.start()
   const heartbeatMs = config.get('cluster.heartbeat_interval')
   // a dead node is noticed within 4 heartbeats (its deadline is 3 ahead, read every heartbeat)
-  const placement = new SharedPlacement(backend.redis, quietErrors(backend.redis.duplicate()), prefix, service.name, log, 5 * heartbeatMs + 2000)
+  const placement = new SharedPlacement(backend.redis, quietErrors(backend.redis.duplicate()), prefix, service.name, log, 5 * heartbeatMs + 2000,
+    (key, packet) => shared.redeliver(key, packet as AedesPublishPacket))
   await placement.start()
   shared.placement = placement
   const membership = new Membership(backend.redis, prefix, { node: service.name, status: 'Running', started_at: startedAt, engine_id: engineId },

@@ -57,7 +57,7 @@ export class SharedPlacement {
   readonly #down = new Set<string>()
   readonly #nodeHashes = new Map<string, number>()
   /** messages drawn for another node, oldest first */
-  readonly #held = new HeldRing<unknown>(HOLD_MAX)
+  readonly #held: HeldRing<unknown>
   #dropped = 0
   #sweeper: NodeJS.Timeout | undefined
   readonly #channel: string
@@ -71,8 +71,11 @@ export class SharedPlacement {
     private readonly node: string,
     private readonly logger: Logger,
     /** how long a message drawn for another node is kept, should that node turn out dead */
-    private readonly holdMs: number
+    private readonly holdMs: number,
+    /** delivers here a held message drawn for this node again (that node went down, or its count dropped) */
+    redeliver: Redeliver<unknown>
   ) {
+    this.#held = new HeldRing(HOLD_MAX, redeliver)
     this.#channel = `${prefix}:shared-changed`
     this.#groups = `${prefix}:shared-groups`
   }
@@ -106,16 +109,14 @@ export class SharedPlacement {
 
   /**
    * Whether this node delivers the message whose identity is `identity` to
-   * `group`. When another node does, `item` is kept and `later(group, item)`
-   * called should the message be drawn for this node again (that node went
-   * down, or its count dropped); pass the same `later` every time, so holding
-   * a message makes no closure.
+   * `group`. When another node does, `item` is kept for the redelivery
+   * function should the message be drawn for this node again.
    */
-  claim<T> (group: string, identity: string, item: T, later: Redeliver<T>): boolean {
+  claim (group: string, identity: string, item: unknown): boolean {
     const hash = hash32(identity)
     const drawn = this.#draw(group, hash)
     if (drawn === undefined || drawn === this.node) return true
-    if (!this.#held.push(Date.now(), group, hash, drawn, item, later as Redeliver<unknown>) && this.#dropped++ % 100_000 === 0) {
+    if (!this.#held.push(Date.now(), group, hash, drawn, item) && this.#dropped++ % 100_000 === 0) {
       this.logger.warn({ held: HOLD_MAX }, 'shared subscription messages held for other nodes past the bound: the oldest are no longer kept for a node\'s loss')
     }
     return false
@@ -126,6 +127,11 @@ export class SharedPlacement {
     if (node === this.node) return
     this.#down.add(node)
     this.#redraw(Date.now() - this.holdMs, (_group, drawnFor) => drawnFor === node)
+  }
+
+  /** The nodes with members of `group` and their counts, as this node sees them now (what its draws use). */
+  seen (group: string): ReadonlyMap<string, number> | undefined {
+    return this.#counts.get(group)
   }
 
   /** The live nodes now: a node seen down that is back draws again. */

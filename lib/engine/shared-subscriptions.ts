@@ -34,7 +34,7 @@ export class SharedSubscriptions {
   /** told of each message published to a group with no member to take it (metrics) */
   onDropped: ((packet: AedesPublishPacket) => void) | undefined
   /** in a cluster: which node delivers a message of a group (lib/cluster/shared-placement.ts) */
-  placement: { update: (group: string, count: number) => Promise<void>, claim: <T>(group: string, identity: string, item: T, later: (group: string, item: T) => void) => boolean } | undefined
+  placement: { update: (group: string, count: number) => Promise<void>, claim: (group: string, identity: string, item: AedesPublishPacket) => boolean } | undefined
 
   constructor (private readonly config: Config) {}
 
@@ -85,12 +85,14 @@ export class SharedSubscriptions {
   #deliver (group: Group, packet: AedesPublishPacket, cb: () => void): void {
     // [MQTT-4.7.2-1] a filter starting with a wildcard does not receive $ topics
     if (packet.topic.charCodeAt(0) === 36 && (group.filter.startsWith('#') || group.filter.startsWith('+'))) return cb()
-    if (this.placement !== undefined && !this.placement.claim(group.key, this.#identity(group, packet), packet, this.#redrawnHere)) return cb()
+    if (this.placement !== undefined && !this.placement.claim(group.key, this.#identity(group, packet), packet)) return cb()
     this.#deliverHere(group.key, packet, cb)
   }
 
-  /** A message another node was to deliver, drawn for this node again (lib/cluster/shared-placement.ts); one function for all. */
-  readonly #redrawnHere = (key: string, packet: AedesPublishPacket): void => this.#deliverHere(key, packet)
+  /** A message another node was to deliver, drawn for this node again (the placement's redelivery, lib/cluster/join.ts). */
+  redeliver (key: string, packet: AedesPublishPacket): void {
+    this.#deliverHere(key, packet)
+  }
 
   /** To one of this node's members of the group (by the strategy); `cb` once it is queued or sent. */
   #deliverHere (key: string, packet: AedesPublishPacket, cb: () => void = () => {}): void {
