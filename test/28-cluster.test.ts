@@ -5,11 +5,12 @@
 // subscription group spread over the nodes gets each message exactly once.
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { opened, startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
+import { logsOnFailure, opened, startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
 import { connect, nextMessages, noMessageWithin } from './helpers/mqtt.js'
 
 const cluster = await startCluster()
 t.teardown(cluster.close)
+logsOnFailure(t, cluster)
 const [n1, n2, n3] = cluster.nodes
 
 

@@ -4,13 +4,14 @@
 // a client on another (kick, subscribe on its behalf), or every node (configs,
 // banned entries, applications).
 import t from 'tap'
-import { opened, startCluster, track, waitFor } from './helpers/cluster.js'
+import { logsOnFailure, opened, startCluster, track, waitFor } from './helpers/cluster.js'
 import { closeAll, connect, nextMessages } from './helpers/mqtt.js'
 import mqtt from 'mqtt'
 
 // generous: on a loaded CI machine a node's answer can take seconds, and a late one drops its records from a listing
 const cluster = await startCluster({ rpcTimeout: '10s' })
 t.teardown(cluster.close)
+logsOnFailure(t, cluster)
 const { api, apiV2 } = cluster
 const [n1, n2, n3] = cluster.nodes
 const names = cluster.nodes.map((n) => n.name)

@@ -7,11 +7,12 @@
 // arrives after it, and a retained message set before it is still there.
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
+import { logsOnFailure, startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
 import { closeAll, connect, type MqttClient } from './helpers/mqtt.js'
 
 const cluster = await startCluster({ redisArgs: ['--appendonly', 'yes', '--appendfsync', 'always'] })
 t.teardown(cluster.close)
+logsOnFailure(t, cluster)
 const [n1, n2, n3] = cluster.nodes
 const names = cluster.nodes.map((n) => n.name).sort()
 const clients: MqttClient[] = []

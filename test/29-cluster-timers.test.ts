@@ -4,11 +4,12 @@
 // session, and its delayed will is published once, cluster-wide.
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { opened, startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
+import { logsOnFailure, opened, startCluster, track, waitFor, type Tracked } from './helpers/cluster.js'
 import { connect, nextMessages } from './helpers/mqtt.js'
 
 const cluster = await startCluster()
 t.teardown(cluster.close)
+logsOnFailure(t, cluster)
 const [n1, n2, n3] = cluster.nodes
 
 

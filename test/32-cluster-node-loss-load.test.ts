@@ -15,7 +15,7 @@
 import { Redis } from 'ioredis'
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import t from 'tap'
-import { startCluster, track, waitFor, type ClusterNode, type Tracked } from './helpers/cluster.js'
+import { logsOnFailure, startCluster, track, waitFor, type ClusterNode, type Tracked } from './helpers/cluster.js'
 import { closeAll, type Received } from './helpers/mqtt.js'
 
 const WILLS = 12
@@ -36,11 +36,7 @@ const clients: MqttClient[] = []
 t.teardown(async () => await closeAll(...clients))
 const redis = new Redis(cluster.redis.port, '127.0.0.1', { lazyConnect: true })
 t.teardown(() => redis.disconnect())
-// a failure on a loaded machine is read from what the nodes said
-t.teardown(() => {
-  if (t.passing()) return
-  for (const node of cluster.nodes) t.comment(`${node.name}'s last lines:\n${node.logs().split('\n').slice(-40).join('\n')}`)
-})
+logsOnFailure(t, cluster)
 
 const keep = async (url: string, options: IClientOptions): Promise<Tracked> => {
   const tracked = await track(url, { connectTimeout: 60_000, ...options })

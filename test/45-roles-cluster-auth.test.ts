@@ -124,6 +124,41 @@ t.test('replies are sealed too: a forged, foreign or repeated reply is not taken
   t.equal(await rpc.call('y@127.0.0.1', 'plugins', []), 'genuine')
 })
 
+t.test('an answer that comes before the PUBLISH of its request is acknowledged is taken, a refusal too (no unhandled rejection)', async (t) => {
+  const pub = redisClient()
+  const sub = redisClient()
+  const node = redisClient()
+  const answer = redisClient()
+  t.teardown(async () => { pub.disconnect(); node.disconnect(); answer.disconnect(); await rpc.stop() })
+  // Redis acknowledges this node's PUBLISH only after the answer is in (as on a loaded machine)
+  const slowPub = { publish: async (channel: string, text: string): Promise<number> => {
+    const listeners = await pub.publish(channel, text)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    return listeners
+  } } as unknown as Redis
+  const rpc = new ClusterRpc(slowPub, sub, name, 'x@127.0.0.1', async () => 'local', 5000, createLogger('error', false), new RpcSeal(cookie, name))
+  await rpc.start()
+  const seal = new RpcSeal(cookie, name)
+  await node.subscribe(`${name}:rpc:y@127.0.0.1`)
+  node.on('message', (_channel: string, text: string) => {
+    const opened = seal.open<{ id: string, method: string }>(text)
+    if (!opened.ok) return
+    const { id, method } = opened.message
+    const reply = method === 'kick'
+      ? { id, from: 'y@127.0.0.1', to: 'x@127.0.0.1', ok: false, error: { kind: 'not_online', message: 'client nobody is not online' } }
+      : { id, from: 'y@127.0.0.1', to: 'x@127.0.0.1', ok: true, value: 'answered' }
+    void answer.publish(`${name}:rpc-reply:x@127.0.0.1`, seal.seal(reply))
+  })
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown): void => { unhandled.push(reason) }
+  process.on('unhandledRejection', onUnhandled)
+  t.teardown(() => { process.off('unhandledRejection', onUnhandled) })
+  t.equal(await rpc.call('y@127.0.0.1', 'configs', []), 'answered', 'a value')
+  await t.rejects(rpc.call('y@127.0.0.1', 'kick', ['nobody']), { message: 'client nobody is not online' }, 'a refusal, to the caller')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(unhandled, [], 'nothing was left unhandled (the node would have stopped)')
+})
+
 t.test('viewer role: reads only, on every route of both APIs; no other application\'s secret', async (t) => {
   const api = await startApiNode({ 'node.name': 'roles@127.0.0.1' })
   t.teardown(api.stop)

@@ -9,7 +9,7 @@
 // are still there, and the gap (the longest time no PUBACK came) is reported.
 import mqtt, { type MqttClient } from 'mqtt'
 import t from 'tap'
-import { startCluster, track, waitFor } from './helpers/cluster.js'
+import { logsOnFailure, startCluster, track, waitFor } from './helpers/cluster.js'
 import { closeAll } from './helpers/mqtt.js'
 import { qos1Load } from './helpers/qos1-load.js'
 import { startRedis, startSentinel } from './helpers/servers/redis.js'
@@ -35,6 +35,7 @@ const cluster = await startCluster({
   settings: { 'cluster.redis.sentinels': `127.0.0.1:${sentinel.port}`, 'cluster.redis.master_name': MASTER }
 })
 t.teardown(cluster.close)
+logsOnFailure(t, cluster)
 const [n1, n2] = cluster.nodes
 const clients: MqttClient[] = []
 t.teardown(async () => await closeAll(...clients))

@@ -13,7 +13,7 @@
 // messages crossed are reported.
 import type { MqttClient } from 'mqtt'
 import t, { type Test } from 'tap'
-import { startCluster, track, waitFor, type ClusterNode } from './helpers/cluster.js'
+import { logsOnFailure, startCluster, track, waitFor, type ClusterNode } from './helpers/cluster.js'
 import { closeAll } from './helpers/mqtt.js'
 import { qos1Load } from './helpers/qos1-load.js'
 
@@ -30,6 +30,7 @@ const ALARM = 'cluster_redis_unreachable'
 
 const cluster = await startCluster({ size: 2, redisArgs: ['--appendonly', 'yes', '--appendfsync', 'always'], settings: { 'cluster.bus.window': WINDOW } })
 t.teardown(cluster.close)
+logsOnFailure(t, cluster)
 const [n1, n2] = cluster.nodes
 const clients: MqttClient[] = []
 t.teardown(async () => await closeAll(...clients))

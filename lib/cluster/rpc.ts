@@ -66,6 +66,9 @@ export class ClusterRpc {
       }, this.timeoutMs)
       this.#pending.set(id, { node, resolve, reject, timer })
     })
+    // the answer (or the timeout) may come while the PUBLISH below is still awaited: rejected then, with no
+    // handler yet, it would be an unhandled rejection and stop the node (a fast `not_online` under load did)
+    answer.catch(() => {})
     const request: Request = { id, from: this.self, to: node, method, args }
     const listeners = await this.pub.publish(this.#requests(node), this.seal.seal(request))
     if (listeners === 0) {

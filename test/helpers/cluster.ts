@@ -266,6 +266,14 @@ export async function startCluster (options: ClusterOptions = {}): Promise<TestC
   return cluster
 }
 
+/** When the test fails, its comments show each node's last log lines (a failure on a loaded machine is read from them). */
+export function logsOnFailure (t: { passing: () => boolean, comment: (message: string) => void, teardown: (fn: () => void) => void }, cluster: Pick<TestCluster, 'nodes'>, lines = 40): void {
+  t.teardown(() => {
+    if (t.passing()) return
+    for (const node of cluster.nodes) t.comment(`${node.name}'s last lines:\n${node.logs().split('\n').slice(-lines).join('\n')}`)
+  })
+}
+
 export interface Tracked {
   client: MqttClient
   connack: IConnackPacket

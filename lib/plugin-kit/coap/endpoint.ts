@@ -507,6 +507,9 @@ export class CoapEndpoint {
         }
       })
     })
+    // its timer may reject it while the CON below is still being retransmitted: handled now, or it
+    // would be an unhandled rejection and stop the node
+    answer.catch(() => {})
     const outcome = await this.send(peer, { type: request.confirmable === false ? TYPE.NON : TYPE.CON, code: request.code, token, options: request.options, payload: request.payload })
     const awaiting = this.#awaiting.get(key)
     if (outcome.kind === 'ack' && outcome.message.code !== CODE.EMPTY) awaiting?.settle(outcome.message)

@@ -184,6 +184,18 @@ t.test('endpoint: malformed datagrams, a ping, an unknown critical option', asyn
   t.equal(w.handled.length, 0)
 })
 
+t.test('endpoint: a request whose time runs out while its CON is still retransmitted fails to its caller, nothing unhandled', async (t) => {
+  const w = endpoint(t)
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown): void => { unhandled.push(reason) }
+  process.on('unhandledRejection', onUnhandled)
+  t.teardown(() => { process.off('unhandledRejection', onUnhandled) })
+  // the CON is retransmitted for at least 20 + 40 + 80 ms; the request gives up after 30
+  await t.rejects(w.endpoint.request(PEER, { code: CODE.GET }, 30), { message: 'no response within 30 ms' })
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(unhandled, [], 'no unhandled rejection (the node would have stopped)')
+})
+
 t.test('endpoint: CON retransmission with back-off until ACK, RST or MAX_RETRANSMIT', async (t) => {
   const w = endpoint(t)
   const timedOut = await w.endpoint.send(PEER, { type: TYPE.CON, code: CODE.CONTENT, token: hex('01'), payload: Buffer.from('n') })
