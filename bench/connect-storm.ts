@@ -19,6 +19,7 @@ import { mergeSorted, percentile } from './stats.js'
 const KINDS = ['net', 'bare', 'mosquitto', 'before', 'broker'] as const
 type Kind = typeof KINDS[number]
 const WARMUP = 500
+const SETTLE_MS = 1000
 /** BENCH_STORM_BEFORE=<install>: also run that install's bin/broker (built, its own node_modules) as `before` */
 const BEFORE = process.env.BENCH_STORM_BEFORE === '' ? undefined : process.env.BENCH_STORM_BEFORE
 const TIMEOUT_MS = 300_000
@@ -54,6 +55,8 @@ async function measure (kind: Kind, connections: number, round: number): Promise
   try {
     await Promise.race([storm(warm, server.port, WARMUP, 1_000_000), server.died])
     await Promise.all(warm.map(async (w) => await w.close()))
+    // the server handles the warm-up's closes after the workers are gone: not in the storm's CPU or profile
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
     const cpuBefore = cpuMs(server.pid)
     const fromNs = process.hrtime.bigint()
     const run = await Promise.race([storm(workers, server.port, connections, 0), server.died])
