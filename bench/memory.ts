@@ -140,11 +140,11 @@ export async function measureMemory (kind: ServerKind, variant: typeof MEMORY_VA
   }
 }
 
-/** Every variant on every server; failures are pushed to `errors`. BENCH_MEMORY_VARIANTS=name,… narrows, BENCH_MEMORY_SNAPSHOT=0 skips the snapshots. */
+/** Every variant on every server; failures are pushed to `errors`. BENCH_MEMORY_VARIANTS=name,… and BENCH_MEMORY_SERVERS=bare,mosquitto,broker narrow, BENCH_MEMORY_SNAPSHOT=0 skips the snapshots. */
 export async function runMemorySection (connections: number, errors: string[]): Promise<MemoryResults> {
   const snapshots = process.env.BENCH_MEMORY_SNAPSHOT !== '0'
   const wanted = envChoice('BENCH_MEMORY_VARIANTS', MEMORY_VARIANTS.map((v) => v.name))
-  const kinds: ServerKind[] = onPath('mosquitto') ? ['bare', 'mosquitto', 'broker'] : ['bare', 'broker']
+  const kinds = envChoice<ServerKind>('BENCH_MEMORY_SERVERS', onPath('mosquitto') ? ['bare', 'mosquitto', 'broker'] : ['bare', 'broker'])
   const results: MemoryResults = {}
   for (const variant of MEMORY_VARIANTS) {
     if (!wanted.includes(variant.name)) continue

@@ -85,7 +85,7 @@ export function cpuMs (pid: number, mainThread = false): number {
  * (`….window.json`, process.hrtime ns, the clock of the profile's timestamps); read them with
  * `node dist/bench/cpu-parts.js`. Null when not asked for (or for Mosquitto).
  */
-export function cpuProfile (scenario: string, kind: ServerKind): { nodeArgs: string[], writeWindow: (load: LoadWindow) => void } | null {
+export function cpuProfile (scenario: string, kind: ServerKind | 'net' | 'broker-before'): { nodeArgs: string[], writeWindow: (load: LoadWindow) => void } | null {
   const dir = process.env.BENCH_CPU_PROF
   if (dir === undefined || dir === '' || kind === 'mosquitto') return null
   const name = `${scenario}-${kind}-${++profiles}`
@@ -109,6 +109,8 @@ export interface NodeOptions {
   nodeArgs?: string[]
   /** Extra environment variables of the process */
   env?: Record<string, string>
+  /** Another install to run `bin/broker` from (a build before a change); default this one */
+  root?: string
 }
 
 export class Server {
@@ -184,7 +186,7 @@ export class Server {
       'zone.external.max_subscriptions': '0',
       ...options.settings
     }
-    const args = [...nodeArgs, join(ROOT, 'bin', 'broker'), '--data-dir', dataDir]
+    const args = [...nodeArgs, join(options.root ?? ROOT, 'bin', 'broker'), '--data-dir', dataDir]
     if (options.nodeName !== undefined) args.push('--node-name', options.nodeName)
     for (const [key, value] of Object.entries(settings)) args.push('--set', `${key}=${value}`)
     return await Server.launch(options.label ?? 'broker', port, process.execPath, args, dataDir, options.env)
@@ -196,6 +198,12 @@ export class Server {
     const conf = join(dir, 'mosquitto.conf')
     writeFileSync(conf, [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'log_dest stderr', 'log_type error', ''].join('\n'))
     return await Server.launch('mosquitto', port, 'mosquitto', ['-c', conf], dir)
+  }
+
+  /** Node's `net` alone answering a fixed CONNACK (bench/net-floor.ts) on 127.0.0.1:<port>: the connect storm's floor. */
+  static async startNetFloor (nodeArgs: string[] = []): Promise<Server> {
+    const port = await freePort()
+    return await Server.launch('node net', port, process.execPath, [...nodeArgs, join(ROOT, 'dist', 'bench', 'net-floor.js'), String(port)], null)
   }
 
   /** The web hook endpoint of the `web-hook` section (bench/hook-endpoint.ts) on 127.0.0.1:<port>. */

@@ -16,6 +16,8 @@ import { createPacketValidator, type PacketRefusal } from './packet-validation.j
 
 /** Options the Aedes patch adds. */
 interface PatchedOptions {
+  /** false: no $SYS/<id>/new/clients notice per connect (patch 201; default true) */
+  announceNewClients?: boolean
   /** inbound QoS 2 messages awaiting PUBREL per client; 0 = no cap */
   maxInflightInbound: number
   /** outbound QoS 1/2 window per client, with its Receive Maximum; 0 = Receive Maximum only */
@@ -72,7 +74,8 @@ export async function createEngine ({ config, persistence, mq, callbacks, shared
     id,
     persistence,
     ...(mq === undefined
-      ? {}
+      // no other node hears the per-connect $SYS/<id>/new/clients notice (engine patch 201)
+      ? { announceNewClients: false }
       // in a cluster, a node that stops heartbeating is dead after 3 intervals and its clients' wills are published
       : { mq, heartbeatInterval: config.get('cluster.heartbeat_interval') }),
     ...engineSettings(config, shared),
