@@ -20,6 +20,12 @@ export class ForkedWorker<To extends { type: string }, From extends WorkerMessag
   /** First error the worker reported or its unexpected exit; every later wait fails with it. */
   private failed: Error | null = null
 
+  /** The forked process's id (its CPU is read from /proc). */
+  get pid (): number {
+    if (this.child.pid === undefined) throw new Error(`worker ${this.index} has no pid`)
+    return this.child.pid
+  }
+
   /** Forks dist/bench/<script>. */
   constructor (index: number, script = 'worker.js') {
     this.index = index

@@ -161,18 +161,24 @@ function printGateways (seconds: number, gateways: GatewayResults): void {
 
 function printWebHook (seconds: number, rounds: number, results: WebHookResults): void {
   process.stdout.write(`\n${WEB_HOOK_SECTION}: broker_web_hook posting every message.publish, ${seconds} s per run, each on a fresh node, the median of ${rounds} rounds\n\n`)
-  const lines = [['load', 'setup', 'msg/s', 'ratio', 'cpu us/msg', 'loop us/msg', 'posted/s', 'endpoint us/post', 'endpoint us/msg', 'dropped', 'failed']]
+  const lines = [['load', 'setup', 'msg/s', 'ratio', 'cpu us/msg', 'loop us/msg', 'clients us/msg', 'posted/s', 'endpoint us/post', 'endpoint us/msg', 'dropped', 'dropped/msg', 'failed']]
   for (const load of HOOK_LOADS) {
     for (const { key, title } of HOOK_SETUPS) {
       const run = results[load.key][key]
       const ratio = key === 'off' ? (run === null ? undefined : 1) : results[load.key].ratio[key] ?? undefined
-      lines.push([load.title, title, format(run?.['msg/s'], 0), format(ratio, 2), format(run?.['cpu us/msg'], 1), format(run?.['loop us/msg'], 1), format(run?.['posted/s'], 0), format(run?.['endpoint us/post'], 1), format(run?.['endpoint us/msg'], 1), format(run?.dropped, 0), format(run?.failed, 0)])
+      lines.push([load.title, title, format(run?.['msg/s'], 0), format(ratio, 2), format(run?.['cpu us/msg'], 1), format(run?.['loop us/msg'], 1), format(run?.['clients us/msg'], 1), format(run?.['posted/s'], 0), format(run?.['endpoint us/post'], 1), format(run?.['endpoint us/msg'], 1), format(run?.dropped, 0), format(run?.['dropped/msg'], 2), format(run?.failed, 0)])
     }
   }
   writeColumns(lines, 2)
+  for (const load of HOOK_LOADS) {
+    const paired = results[load.key].paired
+    const spread = (['live', 'batch', 'down'] as const).filter((key) => paired[key].length > 0)
+      .map((key) => `${key} ${[...paired[key]].sort((a, b) => a - b).map((r) => r.toFixed(2)).join(' ')}`)
+    if (spread.length > 0) process.stdout.write(`${load.title}: each round's ratio to that round's run without the plugin, sorted: ${spread.join('; ')}\n`)
+  }
   process.stdout.write('\nratio = msg/s / msg/s of the same load without the plugin (1 = no cost; the issue\'s target: above 0.90 with a live endpoint, 1 when it is down). ' +
-    'cpu us/msg: the node\'s CPU (all threads) per message; loop us/msg: its main thread\'s, the event loop serving MQTT. ' +
-    'posted/s: POSTs the endpoint answered; endpoint us/post, us/msg: the endpoint process\'s CPU per POST and per message (its share of the drop: compare with cpu us/msg); dropped: events the full queue refused (webhook/dropped). See bench/README.md.\n')
+    'cpu us/msg: the node\'s CPU (all threads) per message; loop us/msg: its main thread\'s, the event loop serving MQTT; clients us/msg: the client workers\'. Every figure is read over the measured window only. ' +
+    'posted/s: POSTs the endpoint answered; endpoint us/post, us/msg: the endpoint process\'s CPU per POST and per message (its share of the drop: compare with cpu us/msg); dropped: events the full queue refused (webhook/dropped), dropped/msg: of them, those in the measured window per message (~1: the queue stayed full). See bench/README.md.\n')
 }
 
 function printAclChain (figures: AclChainFigures): void {

@@ -8,8 +8,9 @@
 // median kept. See bench/README.md.
 import { Worker } from './pool.js'
 import type { Role } from './protocol.js'
-import { range, receivedPerSecond, timedOn } from './scenarios.js'
-import { cpuMs, freePort, Server } from './servers.js'
+import { envChoice, envNumber } from './env.js'
+import { range, receivedPerSecond, timedOn, type LoadWindow } from './scenarios.js'
+import { cpuMs, cpuProfile, freePort, Server } from './servers.js'
 
 export const WEB_HOOK_SECTION = 'web-hook'
 
@@ -35,22 +36,28 @@ export const HOOK_SETUPS: Array<{ key: HookSetup, title: string }> = [
 export interface HookRun {
   /** messages received by the subscribers per second, after the warm-up */
   'msg/s': number
-  /** the node process's CPU time (all its threads) per message, µs: its CPU over the whole run / (msg/s × run seconds) */
+  /** the node process's CPU time (all its threads) per message, µs: its CPU over the measured window / messages received there */
   'cpu us/msg': number
   /** the same for its main thread alone: the event loop that serves MQTT (the delivery thread is another) */
   'loop us/msg': number
-  /** POSTs the live endpoint answered per second over the whole run (live only) */
+  /** POSTs the live endpoint answered per second in the measured window (live only) */
   'posted/s'?: number
   /** the live endpoint process's CPU per POST it answered, µs (live only: the peer's share of the machine) */
   'endpoint us/post'?: number
   /** the same per message received: comparable with `cpu us/msg`, the part of the drop that is the endpoint's */
   'endpoint us/msg'?: number
+  /** the client workers' CPU per message, µs: with the node's and the endpoint's, what the machine spends per message */
+  'clients us/msg': number
   /** the plugin's webhook/dropped and webhook/failed at the end of the run */
   dropped?: number
+  /** events dropped in the measured window per message received there: ~1 when the queue stayed full (down), 0 when live kept up */
+  'dropped/msg'?: number
   failed?: number
 }
 
-export type WebHookResults = Record<HookLoad, Record<HookSetup, HookRun | null> & { ratio: { live: number | null, batch: number | null, down: number | null } }>
+type Ratios<T> = { live: T, batch: T, down: T }
+/** Per load: each setup's median run, its ratio to `off`'s, and the ratio of each round's run to that round's `off` run (the spread). */
+export type WebHookResults = Record<HookLoad, Record<HookSetup, HookRun | null> & { ratio: Ratios<number | null>, paired: Ratios<number[]> }>
 
 const WEB_HOOK_PLUGIN = 'broker_web_hook'
 
@@ -70,33 +77,57 @@ export async function endpointCount (endpoint: Server): Promise<number> {
   return ((await res.json()) as { count: number }).count
 }
 
+/**
+ * Seconds of load before the measured ones, every setup alike (BENCH_HOOK_WARMUP): long enough for the
+ * `down` node's queue (web.hook.queue_size, 10 000) to fill at a few thousand msg/s, so that its window
+ * measures the drop and not the events that fill the queue (posted to the delivery thread like live ones).
+ */
+const WARMUP_S = envNumber('BENCH_HOOK_WARMUP', 3, { zero: true })
+
+interface Sample { cpu: number, loop: number, clients: number, endpointCpu: number, posted: number, dropped: number }
+
+async function metric (node: Server, name: string): Promise<number> {
+  const metrics = await node.ctl(['broker', 'metrics']) as Record<string, number>
+  return metrics[name] ?? 0
+}
+
 async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoint: Server, seconds: number): Promise<HookRun> {
   const live = setup === 'live' || setup === 'batch'
   const url = live ? `http://127.0.0.1:${endpoint.port}/hook` : `http://127.0.0.1:${await freePort()}/hook`
-  const node = await Server.start('broker', { label: `broker (${setup})`, plugins: setup === 'off' ? {} : pluginSettings(url, setup === 'batch') })
+  const profile = cpuProfile(`web-hook-${load.key}-${setup}`, 'broker')
+  const node = await Server.start('broker', { label: `broker (${setup})`, plugins: setup === 'off' ? {} : pluginSettings(url, setup === 'batch'), nodeArgs: profile?.nodeArgs })
   const workers = [new Worker(0), new Worker(1)]
   try {
-    const before = live ? await endpointCount(endpoint) : 0
-    const endpointCpuBefore = cpuMs(endpoint.pid)
-    const started = performance.now()
-    const cpuBefore = cpuMs(node.pid)
-    const loopBefore = cpuMs(node.pid, true)
-    const results = await Promise.race([timedOn(workers, [node.port, node.port], load.roles, seconds), node.died, endpoint.died])
-    const cpu = cpuMs(node.pid) - cpuBefore
-    const loop = cpuMs(node.pid, true) - loopBefore
+    // every figure is read when the measured window opens (a timer while the load runs) and when it ends
+    const read = async (): Promise<Sample> => ({
+      cpu: cpuMs(node.pid),
+      loop: cpuMs(node.pid, true),
+      clients: workers.reduce((sum, w) => sum + cpuMs(w.pid), 0),
+      endpointCpu: cpuMs(endpoint.pid),
+      posted: live ? await endpointCount(endpoint) : 0,
+      dropped: setup === 'off' ? 0 : await metric(node, 'webhook/dropped')
+    })
+    const atStart = new Promise<Sample>((resolve, reject) => setTimeout(() => { read().then(resolve, reject) }, WARMUP_S * 1000))
+    atStart.catch(() => {})
+    const window: LoadWindow = { fromNs: 0n, toNs: 0n }
+    const results = await Promise.race([timedOn(workers, [node.port, node.port], load.roles, seconds, 0, window, WARMUP_S * 1000), node.died, endpoint.died])
+    const end = await read()
+    const start = await atStart
+    profile?.writeWindow(window)
     const rate = receivedPerSecond(results)
     if (rate === 0) throw new Error('no message was received')
-    const run: HookRun = { 'msg/s': rate, 'cpu us/msg': cpu * 1000 / (rate * seconds), 'loop us/msg': loop * 1000 / (rate * seconds) }
+    const messages = rate * seconds
+    const run: HookRun = { 'msg/s': rate, 'cpu us/msg': (end.cpu - start.cpu) * 1000 / messages, 'loop us/msg': (end.loop - start.loop) * 1000 / messages, 'clients us/msg': (end.clients - start.clients) * 1000 / messages }
     if (setup === 'off') return run
-    const metrics = await node.ctl(['broker', 'metrics']) as Record<string, number>
-    run.dropped = metrics['webhook/dropped'] ?? 0
-    run.failed = metrics['webhook/failed'] ?? 0
+    run.dropped = end.dropped
+    run.failed = await metric(node, 'webhook/failed')
+    run['dropped/msg'] = (end.dropped - start.dropped) / messages
     if (live) {
-      const posted = await endpointCount(endpoint) - before
-      const endpointCpu = cpuMs(endpoint.pid) - endpointCpuBefore
-      run['posted/s'] = posted / ((performance.now() - started) / 1000)
+      const posted = end.posted - start.posted
+      const endpointCpu = end.endpointCpu - start.endpointCpu
+      run['posted/s'] = posted / seconds
       if (posted > 0) run['endpoint us/post'] = endpointCpu * 1000 / posted
-      run['endpoint us/msg'] = endpointCpu * 1000 / (rate * seconds)
+      run['endpoint us/msg'] = endpointCpu * 1000 / messages
     }
     return run
   } catch (err) {
@@ -122,7 +153,7 @@ function median (runs: HookRun[]): HookRun | null {
  * keeping each setup's median run; progress on stderr, failures into `errors`.
  */
 export async function runWebHookSection (seconds: number, rounds: number, errors: string[]): Promise<WebHookResults> {
-  const results = Object.fromEntries(HOOK_LOADS.map(({ key }) => [key, { ...perSetup(() => null), ratio: { live: null, batch: null, down: null } }])) as WebHookResults
+  const results = Object.fromEntries(HOOK_LOADS.map(({ key }) => [key, { ...perSetup(() => null), ratio: { live: null, batch: null, down: null }, paired: { live: [] as number[], batch: [] as number[], down: [] as number[] } }])) as WebHookResults
   let endpoint: Server
   try {
     endpoint = await Server.startHookEndpoint()
@@ -131,17 +162,23 @@ export async function runWebHookSection (seconds: number, rounds: number, errors
     errors.push(`${WEB_HOOK_SECTION}: the endpoint: ${message}`)
     return results
   }
+  const loads = envChoice('BENCH_HOOK_LOADS', HOOK_LOADS.map(({ key }) => key))
+  const setups = HOOK_SETUPS.filter(({ key }) => key === 'off' || envChoice('BENCH_HOOK_SETUPS', HOOK_SETUPS.map((s) => s.key)).includes(key))
   try {
-    for (const load of HOOK_LOADS) {
+    for (const load of HOOK_LOADS.filter(({ key }) => loads.includes(key))) {
       const runs = perSetup((): HookRun[] => [])
+      const paired = results[load.key].paired
       for (let round = 1; round <= rounds; round++) {
-        for (const { key, title } of HOOK_SETUPS) {
+        let offRate: number | undefined
+        for (const { key, title } of setups) {
           process.stderr.write(`${WEB_HOOK_SECTION} ${load.key}, ${title}, round ${round}/${rounds} ... `)
           try {
             const run = await runOne(load, key, endpoint, seconds)
             runs[key].push(run)
-            const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, ${run['endpoint us/post']?.toFixed(1) ?? '-'} endpoint us/post, ${run['endpoint us/msg']?.toFixed(1) ?? '-'} endpoint us/msg, `}${run.dropped} dropped, ${run.failed ?? 0} failed`
-            process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s, ${run['cpu us/msg'].toFixed(1)} cpu us/msg, ${run['loop us/msg'].toFixed(1)} loop us/msg${extra}\n`)
+            if (key === 'off') offRate = run['msg/s']
+            else if (offRate !== undefined) paired[key].push(run['msg/s'] / offRate)
+            const extra = run.dropped === undefined ? '' : `, ${run['posted/s'] === undefined ? '' : `${run['posted/s'].toFixed(0)} posted/s, ${run['endpoint us/post']?.toFixed(1) ?? '-'} endpoint us/post, ${run['endpoint us/msg']?.toFixed(1) ?? '-'} endpoint us/msg, `}${run.dropped} dropped (${run['dropped/msg']?.toFixed(2) ?? '-'}/msg in the window), ${run.failed ?? 0} failed`
+            process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s, ${run['cpu us/msg'].toFixed(1)} cpu us/msg, ${run['loop us/msg'].toFixed(1)} loop us/msg, ${run['clients us/msg'].toFixed(1)} clients us/msg${extra}\n`)
           } catch (err) {
             const message = err instanceof Error ? err.message : String(err)
             process.stderr.write(`failed: ${message}\n`)

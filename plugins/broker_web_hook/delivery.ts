@@ -65,7 +65,9 @@ export class Delivery {
   #bodies: Array<() => string> = []
   #flush: NodeJS.Timeout | undefined
   /** drops and events given up not logged yet, and when each was last logged (one warning per LOG_EVERY_MS at most) */
-  readonly #unlogged = { dropped: 0, failed: 0, droppedAt: -Infinity, failedAt: -Infinity }
+  readonly #unlogged = { dropped: 0, failed: 0, failedAt: -Infinity }
+  /** set for LOG_EVERY_MS after drops were logged */
+  #dropsLogged: NodeJS.Timeout | undefined
   #down = false
 
   constructor (options: DeliveryOptions) {
@@ -90,16 +92,14 @@ export class Delivery {
     return !this.#closed && Atomics.load(this.#shared, 0) < this.#options.queueSize
   }
 
-  /** Counts an event dropped for want of room. */
+  /** Counts an event dropped for want of room (the path of every event while the endpoint is down: no clock read). */
   drop (): void {
     this.#options.counters.dropped.inc()
-    const unlogged = this.#unlogged
-    unlogged.dropped++
-    const now = Date.now()
-    if (now - unlogged.droppedAt < LOG_EVERY_MS) return
-    this.#options.logger.warn({ dropped: unlogged.dropped, queued: this.queued, bytes: this.queuedBytes }, 'web hook queue full: events dropped (webhook/dropped)')
-    unlogged.dropped = 0
-    unlogged.droppedAt = now
+    this.#unlogged.dropped++
+    if (this.#dropsLogged !== undefined) return
+    this.#options.logger.warn({ dropped: this.#unlogged.dropped, queued: this.queued, bytes: this.queuedBytes }, 'web hook queue full: events dropped (webhook/dropped)')
+    this.#unlogged.dropped = 0
+    this.#dropsLogged = setTimeout(() => { this.#dropsLogged = undefined }, LOG_EVERY_MS).unref()
   }
 
   /** Takes an event to post, or drops it (counted) when the queue is full. Never waits. */
@@ -123,6 +123,7 @@ export class Delivery {
     this.#closed = true
     clearTimeout(this.#flush)
     clearTimeout(this.#restart)
+    clearTimeout(this.#dropsLogged)
     const left = this.queued
     if (left > 0) this.#options.logger.info({ events: left }, 'web hook unloaded: queued events not posted')
     if (this.#down) this.#options.alarms.clear(this.#alarmId)
