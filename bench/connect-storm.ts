@@ -11,10 +11,10 @@
 // Usage: node dist/bench/connect-storm.js [connections=3000] [rounds=3]
 // BENCH_CPU_PROF=<dir>: the Node servers write CPU profiles (cpu-parts.js reads them).
 import { envChoice } from './env.js'
-import { idleRoles, idleWorkerCount } from './idle-split.js'
+import { connectIdle, idleWorkerCount, type IdleOutcome } from './idle-split.js'
 import { Worker } from './pool.js'
 import { cpuMs, cpuProfile, killAllNow, onPath, Server } from './servers.js'
-import { mergeSorted, percentile } from './stats.js'
+import { percentile } from './stats.js'
 
 const KINDS = ['net', 'bare', 'mosquitto', 'before', 'broker'] as const
 type Kind = typeof KINDS[number]
@@ -32,20 +32,8 @@ async function start (kind: Kind, profile: ReturnType<typeof cpuProfile>): Promi
   return await Server.start(kind, { nodeArgs: profile?.nodeArgs })
 }
 
-async function storm (workers: Worker[], port: number, connections: number, firstId: number): Promise<{ connected: number, elapsedMs: number, latencies: Float64Array }> {
-  const roles = idleRoles(connections, workers.length, firstId, { keepalive: 600 })
-  await Promise.all(workers.map(async (w, i) => {
-    w.send({ type: 'setup', port, role: roles[i] })
-    await w.next('ready', 30_000)
-  }))
-  for (const w of workers) w.send({ type: 'go', warmupMs: 0, measureMs: 0 })
-  const results = (await Promise.all(workers.map(async (w) => await w.next('result', TIMEOUT_MS)))).map((r) => r.result)
-  return {
-    connected: results.reduce((n, r) => n + (r.connected ?? 0), 0),
-    elapsedMs: Math.max(...results.map((r) => r.elapsedMs)),
-    latencies: mergeSorted(results.map((r) => r.latenciesMs ?? new Float64Array(0)))
-  }
-}
+const storm = async (workers: Worker[], port: number, connections: number, firstId: number): Promise<IdleOutcome> =>
+  await connectIdle(workers, port, connections, firstId, { keepalive: 600 }, TIMEOUT_MS)
 
 async function measure (kind: Kind, connections: number, round: number): Promise<Figures> {
   const profile = kind === 'mosquitto' ? null : cpuProfile(`connect-storm-r${round}`, kind === 'before' ? 'broker-before' : kind)

@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { envChoice } from './env.js'
 import { partBytes, PARTS, readSnapshot, type Part } from './heap-parts.js'
 import { Worker } from './pool.js'
-import { idleRoles, idleWorkerCount } from './idle-split.js'
+import { connectIdle, idleWorkerCount } from './idle-split.js'
 import { onPath, ROOT, rssKiB, Server, type ServerKind } from './servers.js'
 
 export const MEMORY_SECTION = 'memory'
@@ -82,15 +82,8 @@ async function emptied (server: Server, dir: string, baseHeap: number, fullHeap:
   }
 }
 
-async function connectIdle (workers: Worker[], port: number, count: number, firstId: number, variant: typeof MEMORY_VARIANTS[number]): Promise<number> {
-  const roles = idleRoles(count, workers.length, firstId, { keepalive: KEEPALIVE, protocolVersion: variant.protocolVersion, clean: variant.clean })
-  await Promise.all(workers.map(async (w, i) => {
-    w.send({ type: 'setup', port, role: roles[i] })
-    await w.next('ready', 30_000)
-  }))
-  for (const w of workers) w.send({ type: 'go', warmupMs: 0, measureMs: 0 })
-  const results = (await Promise.all(workers.map(async (w) => await w.next('result', CONNECT_TIMEOUT_MS)))).map((r) => r.result)
-  return results.reduce((n, r) => n + (r.connected ?? 0), 0)
+async function connectVariant (workers: Worker[], port: number, count: number, firstId: number, variant: typeof MEMORY_VARIANTS[number]): Promise<number> {
+  return (await connectIdle(workers, port, count, firstId, { keepalive: KEEPALIVE, protocolVersion: variant.protocolVersion, clean: variant.clean }, CONNECT_TIMEOUT_MS)).connected
 }
 
 /** One server, one variant: the figures of MemoryRun. */
@@ -106,11 +99,11 @@ export async function measureMemory (kind: ServerKind, variant: typeof MEMORY_VA
   const warm = [new Worker(0), new Worker(1)]
   const workers = Array.from({ length: idleWorkerCount(connections) }, (_, i) => new Worker(2 + i))
   try {
-    await Promise.race([connectIdle(warm, server.port, WARMUP_CONNECTIONS, 1_000_000, variant), server.died])
+    await Promise.race([connectVariant(warm, server.port, WARMUP_CONNECTIONS, 1_000_000, variant), server.died])
     await Promise.all(warm.map(async (w) => await w.close()))
     await sleep(SETTLE_MS)
     const before = await Promise.race([probe(server, dir, 0), server.died])
-    const connected = await Promise.race([connectIdle(workers, server.port, connections, 0, variant), server.died])
+    const connected = await Promise.race([connectVariant(workers, server.port, connections, 0, variant), server.died])
     if (connected === 0) throw new Error(`${server.label}: no connection was accepted`)
     await sleep(SETTLE_MS)
     const after = await Promise.race([probe(server, dir, 1, snapshots), server.died])

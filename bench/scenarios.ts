@@ -1,7 +1,7 @@
 // The scenarios: which worker plays which role, and how the workers'
 // counts become the reported figures. Each run gets a fresh server and two
 // fresh workers (see run.ts).
-import { idleRoles, idleWorkerCount } from './idle-split.js'
+import { goIdle, idleRoles, idleWorkerCount } from './idle-split.js'
 import type { Worker } from './pool.js'
 import type { Role, WorkerResult } from './protocol.js'
 import { rssKiB, type Server, type ServerKind } from './servers.js'
@@ -187,16 +187,11 @@ export const scenarios: Scenario[] = [
       await setupAll(ctx, idleRoles(ctx.connections, ctx.workers.length, 0, { keepalive: 600 }))
       await sleep(SETTLE_MS)
       const before = rssKiB(ctx.server.pid)
-      for (const w of ctx.workers) w.send({ type: 'go', warmupMs: 0, measureMs: 0 })
-      const results = (await Promise.all(ctx.workers.map(async (w) => await w.next('result', CONNECT_TIMEOUT_MS + 5 * ctx.connections)))).map((r) => r.result)
-      const connected = results.reduce((n, r) => n + (r.connected ?? 0), 0)
-      const failed = results.reduce((n, r) => n + (r.failed ?? 0), 0)
+      const { connected, failed, elapsedMs, latencies: connects } = await goIdle(ctx.workers, CONNECT_TIMEOUT_MS + 5 * ctx.connections)
       if (failed > 0) ctx.note(`idle-connections on ${ctx.server.label}: ${failed} of ${ctx.connections} connections got no CONNACK`)
       if (connected === 0) throw new Error('no connection was accepted')
-      const elapsedMs = Math.max(...results.map((r) => r.elapsedMs))
       await sleep(SETTLE_MS)
       const after = rssKiB(ctx.server.pid)
-      const connects = mergeSorted(results.map((r) => r.latenciesMs ?? new Float64Array(0)))
       return { 'connack/s': connected / (elapsedMs / 1000), 'connect p50 ms': percentile(connects, 50), 'connect p99 ms': percentile(connects, 99), 'RSS MiB empty': before / 1024, 'RSS KiB/conn': (after - before) / connected }
     }
   },

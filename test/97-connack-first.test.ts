@@ -6,12 +6,12 @@
 // the CONNACK (a connack timeout; the cluster's node-loss test hit it when a
 // moved session reconnected under load). Engine patch 202. What waits for the
 // CONNACK must not hold anyone else's messages, however long the connect takes.
-import { createConnection, type Socket } from 'node:net'
-import mqttPacket, { type Packet } from 'mqtt-packet'
+import type { Packet } from 'mqtt-packet'
 import t from 'tap'
 import mqtt from 'mqtt'
 import { startBroker } from './helpers/broker.js'
 import { closeAll, connect, nextMessages, type MqttClient } from './helpers/mqtt.js'
+import { RawClient } from './helpers/raw-client.js'
 
 const RECONNECTS = 30
 const FILTER = 'cf/#'
@@ -44,29 +44,22 @@ async function flood (): Promise<{ stop: () => Promise<number> }> {
 
 /** The first packet the broker sends after a CONNECT on a raw socket (the socket is then closed). */
 async function firstPacket (version: 4 | 5, clientId: string): Promise<Packet> {
-  const socket: Socket = createConnection(broker.port(), '127.0.0.1')
-  const parser = mqttPacket.parser({ protocolVersion: version })
+  const raw = await RawClient.open(broker.port(), version)
   try {
-    return await new Promise<Packet>((resolve, reject) => {
-      parser.once('packet', resolve)
-      parser.once('error', reject)
-      socket.on('data', (chunk) => parser.parse(chunk))
-      socket.once('error', reject)
-      socket.once('close', () => reject(new Error('closed before any packet')))
-      socket.write(mqttPacket.generate({
-        cmd: 'connect',
-        protocolId: 'MQTT',
-        protocolVersion: version,
-        clientId,
-        clean: false,
-        keepalive: 60,
-        // a will makes the engine store it between restoring the subscriptions and the CONNACK
-        will: { topic: 'cf-will', payload: Buffer.from('gone'), qos: 0, retain: false },
-        ...(version === 5 ? { properties: { sessionExpiryInterval: 600 } } : {})
-      }, { protocolVersion: version }))
+    raw.send({
+      cmd: 'connect',
+      protocolId: 'MQTT',
+      protocolVersion: version,
+      clientId,
+      clean: false,
+      keepalive: 60,
+      // a will makes the engine store it between restoring the subscriptions and the CONNACK
+      will: { topic: 'cf-will', payload: Buffer.from('gone'), qos: 0, retain: false },
+      ...(version === 5 ? { properties: { sessionExpiryInterval: 600 } } : {})
     })
+    return await raw.next(['connack', 'publish'], 30_000)
   } finally {
-    socket.destroy()
+    raw.end()
   }
 }
 
