@@ -23,8 +23,12 @@ export async function startMariadb (options: { database?: string, user?: string,
   const data = join(dir, 'data')
   const port = await freePort()
   // innodb-flush-log-at-trx-commit=2: a commit reaches the OS before it returns, so rows survive kill -9 (not a machine crash)
+  // --tmpdir: its own, not /tmp, since a mariadbd deletes every `#sql*` file of its tmpdir as it starts, the temporary
+  // tables of another server's mariadb-install-db too (which then fails: "Could not remove temporary table") when
+  // two test files start MariaDB at once
+  const own = [`--tmpdir=${dir}`]
   const args = [
-    '--no-defaults', `--datadir=${data}`, `--socket=${join(dir, 'mysqld.sock')}`, `--pid-file=${join(dir, 'mysqld.pid')}`,
+    '--no-defaults', `--datadir=${data}`, ...own, `--socket=${join(dir, 'mysqld.sock')}`, `--pid-file=${join(dir, 'mysqld.pid')}`,
     '--bind-address=127.0.0.1', `--port=${port}`, '--skip-name-resolve', '--innodb-buffer-pool-size=16M',
     '--innodb-log-file-size=8M', '--innodb-flush-log-at-trx-commit=2', '--max-connections=300', '--skip-log-bin'
   ]
@@ -41,7 +45,7 @@ export async function startMariadb (options: { database?: string, user?: string,
     }
   }
   try {
-    await runAs(runAsUser, '/usr/bin/mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'])
+    await runAs(runAsUser, '/usr/bin/mariadb-install-db', ['--no-defaults', `--datadir=${data}`, ...own, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'])
     await start()
     // a fresh install's root has no password and may log in from localhost only: give it one first
     const first = await mysql.createConnection({ socketPath: join(dir, 'mysqld.sock'), user: 'root' })
