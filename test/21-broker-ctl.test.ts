@@ -14,6 +14,10 @@ import { RawClient } from './helpers/raw-client.js'
 
 const NODE = 'broker@127.0.0.1'
 
+// dozens of broker_ctl runs (a Node.js process each) against one node: it ran out of tap's 120 s beside 5
+// other test files (load 20 and more), so the limit is generous
+t.setTimeout(480_000)
+
 t.test('broker_ctl runs the node commands of a running node', async (t) => {
   const dir = await tempDir()
   const aclFile = join(dir, 'acl.conf')

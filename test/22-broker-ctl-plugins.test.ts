@@ -5,6 +5,10 @@ import t from 'tap'
 import { spawnCtlNode } from './helpers/ctl.js'
 import { closeAll, connect } from './helpers/mqtt.js'
 
+// dozens of broker_ctl runs (a Node.js process each) against one node: it ran out of tap's 120 s beside 5
+// other test files (load 20 and more), so the limit is generous
+t.setTimeout(480_000)
+
 async function connackCode (url: string, options: Parameters<typeof connect>[1]): Promise<number> {
   try {
     await closeAll(await connect(url, { protocolVersion: 5, ...options }))

@@ -23,6 +23,10 @@ const HEADER = [
   '# Edit only while the node is stopped; setting a value back to the start-time one removes its line.'
 ].join('\n') + '\n'
 
+// node processes started and stopped again and again, and broker_ctl runs (a Node.js process each): it ran out
+// of tap's 120 s beside 5 other test files (load 20 and more), so the limit is generous
+t.setTimeout(480_000)
+
 t.test('loadConfig: file < data/configs.override < env < --set, each value naming where it came from', async (t) => {
   const dir = await tempDir()
   t.teardown(async () => await rm(dir, { recursive: true, force: true }))

@@ -17,6 +17,10 @@ import { closeAll, connect, type MqttClient } from '../../../test/helpers/mqtt.j
 import { RawClient } from '../../../test/helpers/raw-client.js'
 import type { ReconFacts } from '../index.js'
 
+// about 35 broker_ctl runs (a Node.js process each) and a heap snapshot of the node: over tap's 120 s on a
+// loaded 2-core box (it ran out at 120 s beside 5 other test files, load 12), so the limit is generous
+t.setTimeout(480_000)
+
 const node = await spawnCtlNode({ broker_recon: { 'recon.top': 5 }, broker_management: {} })
 t.teardown(node.stop)
 const NODE = 'broker@127.0.0.1'
