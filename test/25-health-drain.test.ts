@@ -12,6 +12,12 @@ import { NodeLifecycle, healthOf } from '../lib/node-state.js'
 import { spawnCtlNode, type CtlNode } from './helpers/ctl.js'
 import { closeAll, connect, nextMessages, waitEvent } from './helpers/mqtt.js'
 
+/**
+ * How long a wait set up before the step that causes it lasts: the drain's DISCONNECT is awaited from before the
+ * broker_ctl run that starts it (a Node.js process), which alone took over the helper's 5 s on a loaded 2-core box
+ */
+const WAIT_MS = 30_000
+
 interface DrainStatus { state: string, rate: number, total: number, disconnected: number, remaining: number, started_at: string | null, finished_at: string | null }
 
 /** Resolves with the error a TCP connection attempt ends with (the port is closed: ECONNREFUSED). */
@@ -59,8 +65,8 @@ t.test('drain: v5 gets 0x9D, 3.x is closed, new connections are refused, persist
   await v3.subscribeAsync('drain/v3', { qos: 1 })
   t.teardown(async () => await closeAll(v5, v3))
 
-  const v5Disconnect = waitEvent<[{ reasonCode?: number, properties?: Record<string, unknown> }]>(v5, 'disconnect')
-  const v3Closed = waitEvent(v3, 'close')
+  const v5Disconnect = waitEvent<[{ reasonCode?: number, properties?: Record<string, unknown> }]>(v5, 'disconnect', WAIT_MS)
+  const v3Closed = waitEvent(v3, 'close', WAIT_MS)
   const drain = await node.json<DrainStatus>('node', 'drain')
   t.equal(drain.code, 0)
   t.match(drain.data, { state: /^(draining|drained)$/, rate: 100, total: 2 }, 'at 100/s both may go in the first tick')
@@ -92,8 +98,8 @@ t.test('drain: v5 gets 0x9D, 3.x is closed, new connections are refused, persist
   for (const [clientId, protocolVersion, topic] of [['drain-v5', 5, 'drain/v5'], ['drain-v3', 4, 'drain/v3']] as const) {
     const options: IClientOptions = { clientId, protocolVersion, clean: false, ...(protocolVersion === 5 ? { properties: { sessionExpiryInterval: 3600 } } : {}), reconnectPeriod: 0, connectTimeout: 5000 }
     const back = mqtt.connect(url, options)
-    const received = nextMessages(back, 1)
-    const [connack] = await waitEvent<[{ sessionPresent: boolean }]>(back, 'connect')
+    const received = nextMessages(back, 1, WAIT_MS)
+    const [connack] = await waitEvent<[{ sessionPresent: boolean }]>(back, 'connect', WAIT_MS)
     t.equal(connack.sessionPresent, true, `${clientId}: session present after the restart`)
     t.match(await received, [{ topic, payload: `queued for ${protocolVersion === 5 ? 'v5' : 'v3'}` }], `${clientId}: the subscription was kept`)
     await closeAll(back)
@@ -174,7 +180,7 @@ t.test('/status through start, drain and stop (in process, broker_management)', 
 
   const v5 = await connect(`mqtt://127.0.0.1:${broker.port()}`, { clientId: 'status-v5', protocolVersion: 5 })
   t.teardown(async () => await closeAll(v5))
-  const gone = waitEvent<[{ reasonCode?: number }]>(v5, 'disconnect')
+  const gone = waitEvent<[{ reasonCode?: number }]>(v5, 'disconnect', WAIT_MS)
   const drain = await api(http, 'PUT', `/api/v3/nodes/${node}/drain`, { rate: 10 })
   t.match(drain, { status: 200, body: { state: /^(draining|drained)$/, rate: 10, total: 1 } }, 'PUT /api/v3/nodes/:node/drain')
   t.equal((await gone)[0].reasonCode, 0x9D)
