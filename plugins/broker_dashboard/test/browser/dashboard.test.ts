@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import { chromium, type Browser, type Page, type Route } from 'playwright-core'
 import t from 'tap'
 import { freePort, startPluginNode, type PluginNode } from '../../../../lib/plugin-kit/testing.js'
 
@@ -212,6 +212,21 @@ t.test('alarms: raised on the node, they show in the badge and on the page; a cl
   await open('alarms', 'Alarms')
   await row('Cleared alarms', 'Disk almost full').waitFor()
   t.match(await row('Cleared alarms', 'Bridge link down').textContent(), /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d.*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/, 'raised and cleared times')
+})
+
+t.test('the badge updates when the API answers slower than it polls (a reload discards the answer of the one before it)', async (t) => {
+  const badge = page.getByRole('link', { name: /^\d+ alarms$/ })
+  t.equal(await badge.getAttribute('aria-label'), '0 alarms')
+  // each answer of GET /alarms/ held back longer than the badge's 5 s poll
+  const slow = async (route: Route): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, 7000)); await route.continue() }
+  await page.route('**/api/v3/alarms/', slow)
+  t.teardown(async () => await page.unroute('**/api/v3/alarms/', slow))
+  const alarms = node.node.observability.alarms
+  alarms.raise({ id: 'browser_test_slow', severity: 'warning', title: 'Slow answers', summary: 'the API answers in 7 s' })
+  await page.getByRole('link', { name: '1 alarms' }).waitFor({ timeout: 90_000 })
+  await page.unroute('**/api/v3/alarms/', slow)
+  alarms.clear('browser_test_slow')
+  await page.getByRole('link', { name: '0 alarms' }).waitFor()
 })
 
 t.test('websocket client: a message published from the page reaches mosquitto_sub; the page gets it too', async (t) => {

@@ -26,6 +26,6 @@ export async function alarmsByNode (path: '/alarms/' | '/alarms/history/'): Prom
 
 export function useAlarmWatch (): AlarmWatch {
   const loaded = useLoad(async () => await alarmsByNode('/alarms/'), [])
-  usePoll(() => { void loaded.reload() }, ALARM_POLL_MS)
+  usePoll(loaded.reload, ALARM_POLL_MS)
   return { present: loaded.data ?? [], error: loaded.error, reload: loaded.reload }
 }

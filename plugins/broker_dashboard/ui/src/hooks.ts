@@ -35,12 +35,21 @@ export function useLoad<T> (load: () => Promise<T>, deps: unknown[]): Loaded<T> 
   return { data, error, loading, reload }
 }
 
-/** Calls `tick` every `ms` while the component is shown and the tab visible. */
-export function usePoll (tick: () => unknown, ms: number): void {
+/**
+ * Calls `tick` every `ms` while the component is shown and the tab visible, skipping a beat while the last
+ * tick's promise is pending: a reload discards the answer of the one before it, so an API slower than `ms`
+ * would otherwise never show a new value.
+ */
+export function usePoll (tick: () => Promise<unknown>, ms: number): void {
   const latest = useRef(tick)
   latest.current = tick
   useEffect(() => {
-    const timer = setInterval(() => { if (document.visibilityState !== 'hidden') latest.current() }, ms)
+    let pending = false
+    const timer = setInterval(() => {
+      if (pending || document.visibilityState === 'hidden') return
+      pending = true
+      void latest.current().finally(() => { pending = false })
+    }, ms)
     return () => clearInterval(timer)
   }, [ms])
 }

@@ -15,7 +15,7 @@ export function Overview (): JSX.Element {
   const nodes = useLoad(async () => await v3.get<NodeRecord[]>('/nodes/'), [])
   const chartNode = session.someNode
   const samples = useLoad(async () => chartNode === '' ? undefined : await request<Samples>('GET', `/api/dashboard/samples?node=${encodeURIComponent(chartNode)}`), [chartNode])
-  usePoll(() => { void nodes.reload(); void samples.reload() }, POLL_MS)
+  usePoll(async () => await Promise.all([nodes.reload(), samples.reload()]), POLL_MS)
 
   const shown = nodes.data?.filter((n) => session.node === '' || n.node === session.node)
   const rows = samples.data?.samples ?? []
