@@ -18,6 +18,9 @@ import { closeAll, connect, nextMessages, waitEvent } from './helpers/mqtt.js'
  */
 const WAIT_MS = 30_000
 
+// node processes and broker_ctl runs (a Node.js process each): it ran out of tap's 120 s at load 23, so the limit is generous
+t.setTimeout(480_000)
+
 interface DrainStatus { state: string, rate: number, total: number, disconnected: number, remaining: number, started_at: string | null, finished_at: string | null }
 
 /** Resolves with the error a TCP connection attempt ends with (the port is closed: ECONNREFUSED). */

@@ -8,9 +8,15 @@ import { freePort, spawnBroker, startBroker, tempDir, writePluginFiles, type Bro
 
 export interface CtlRun { code: number, stdout: string, stderr: string }
 
+/**
+ * How long a broker_ctl run may take before it is killed (code -1): generous, since a heap snapshot of the node
+ * took over 30 s at load 23 (the run was killed with the file half written)
+ */
+const CTL_RUN_MS = 120_000
+
 export async function ctl (dataDir: string, ...args: string[]): Promise<CtlRun> {
   return await new Promise((resolve) => {
-    execFile(process.execPath, [join(INSTALL_ROOT, 'bin', 'broker_ctl'), '--data-dir', dataDir, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [join(INSTALL_ROOT, 'bin', 'broker_ctl'), '--data-dir', dataDir, ...args], { timeout: CTL_RUN_MS }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1
       resolve({ code, stdout, stderr })
     })
