@@ -28,11 +28,27 @@
 // imports are erased and fine).
 import type { Socket } from 'node:net'
 import type { buildConnector, Client, Dispatcher } from 'undici'
+import type { PayloadEncoding } from './payload.js'
+
+/** A message.publish event as the node hands it over: the thread writes its JSON body. */
+export interface PublishFields {
+  from: string | null
+  username: string | null
+  topic: string
+  qos: number
+  retain: boolean
+  payload: Buffer
+  /** ms */
+  ts: number
+}
 
 /** What the node sends the thread. */
 export type ToThread =
-  /** events to post: the same index in each array is one event */
-  | { type: 'events', keys: string[], sizes: number[], bodies: string[] }
+  /**
+   * events to post: the same index in `keys`, `sizes`, `bodies` is one event; an empty body is the
+   * next of `messages` (message.publish), its payload in `payloads` up to the next of `ends`
+   */
+  | { type: 'events', keys: string[], sizes: number[], bodies: string[], messages: Array<Omit<PublishFields, 'payload'>>, ends: number[], payloads: ArrayBuffer }
 
 /** What the thread tells the node. */
 export type FromThread =
@@ -57,6 +73,9 @@ export interface ThreadSettings {
   retryTimes: number
   retryInterval: number
   retryBackoff: number
+  /** the node's name and web.hook.encode_payload, in the message.publish bodies */
+  node: string
+  encoding: PayloadEncoding
   /** [0] events waiting or under way, [1] their bytes; the thread takes each settled event off */
   shared: Int32Array
 }
@@ -68,7 +87,10 @@ export interface ThreadPort {
 }
 
 /** Runs the delivery on `port`; answers a function that stops it (requests under way end, waiting events are forgotten). */
-export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undici: { Client: typeof Client, buildConnector: typeof buildConnector }): () => Promise<void> {
+export function deliveryThread (
+  port: ThreadPort, settings: ThreadSettings, undici: { Client: typeof Client, buildConnector: typeof buildConnector },
+  encodePayload: (payload: Buffer, encoding: PayloadEncoding) => string
+): () => Promise<void> {
   interface Item { key: string, size: number, body: string }
   interface Lane {
     items: Item[]
@@ -269,12 +291,21 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
 
   port.on('message', (message) => {
     if (state.stopped || message.type !== 'events') return
-    const { keys, sizes, bodies } = message
+    const { keys, sizes, bodies, messages, ends, payloads } = message
+    const { node, encoding } = settings
     const touched = new Set<Lane>()
+    let m = 0
     for (let i = 0; i < keys.length; i++) {
+      let body = bodies[i]
+      if (body === '') {
+        const { from, username, topic, qos, retain, ts } = messages[m]
+        const start = m === 0 ? 0 : ends[m - 1]
+        const payload = encodePayload(Buffer.from(payloads, start, ends[m++] - start), encoding)
+        body = JSON.stringify({ action: 'message_publish', node, from_client_id: from, from_username: username, topic, qos, retain, payload, ts })
+      }
       const lane = laneOf(keys[i])
       lane.load++
-      lane.items.push({ key: keys[i], size: sizes[i], body: bodies[i] })
+      lane.items.push({ key: keys[i], size: sizes[i], body })
       touched.add(lane)
     }
     for (const lane of touched) start(lane)
