@@ -1,8 +1,9 @@
 // The node's side of the delivery: the bounded queue and the delivery thread.
 // A hook handler offers an event: if the events waiting or under way (a count
 // and their bytes, shared with the thread) leave room, it joins this turn's
-// batch, else it is dropped (`webhook/dropped`). Every few ms the batch's
-// JSON bodies are written and the batch goes to the delivery thread
+// batch, else it is dropped (`webhook/dropped`). Every few ms the batch
+// goes to the delivery thread (message.publish as its fields, whose body the
+// thread writes; other events' JSON bodies written here)
 // (thread.ts) in one message; the thread posts them and reports what
 // settled (`webhook/sent`, `webhook/failed`) and when the endpoint stops or
 // starts answering (the alarm `broker_web_hook_unavailable`). Nothing here
