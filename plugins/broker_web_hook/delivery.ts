@@ -1,8 +1,9 @@
 // The node's side of the delivery: the bounded queue and the delivery thread.
 // A hook handler offers an event: if the events waiting or under way (a count
 // and their bytes, shared with the thread) leave room, it joins this turn's
-// batch, else it is dropped (`webhook/dropped`). Every few ms the batch's
-// JSON bodies are written and the batch goes to the delivery thread
+// batch, else it is dropped (`webhook/dropped`). Every few ms the batch
+// goes to the delivery thread (message.publish as its fields, whose body the
+// thread writes; other events' JSON bodies written here)
 // (thread.ts) in one message; the thread posts them and reports what
 // settled (`webhook/sent`, `webhook/failed`) and when the endpoint stops or
 // starts answering (the alarm `broker_web_hook_unavailable`). Nothing here
@@ -11,20 +12,25 @@ import { createRequire } from 'node:module'
 import { MessageChannel, Worker } from 'node:worker_threads'
 import * as undici from 'undici'
 import type { Logger, PluginContext } from '../../lib/plugin-kit/index.js'
-import { deliveryThread, type FromThread, type ThreadSettings, type ToThread } from './thread.js'
+import { base62, encodePayload, type PayloadEncoding } from './payload.js'
+import { deliveryThread, type FromThread, type PublishFields, type ThreadSettings, type ToThread } from './thread.js'
 
-/** An event to post; its JSON body is written when its batch goes to the thread. */
-export interface Pending {
+export type { PublishFields } from './thread.js'
+
+/** An event to post: a message.publish by its fields (the delivery thread writes its body), any other by its body, written when its batch goes to the thread. */
+export type Pending = {
   /** the client id the event is about: events of one client are posted in order */
   key: string
   /** what it holds while it waits (payload, topic, ids), in bytes */
   size: number
-  body: () => string
-}
+} & ({ body: () => string, publish?: undefined } | { publish: PublishFields, body?: undefined })
 
 export interface Counter { inc: (by?: number) => void }
 
-export interface DeliveryOptions extends Omit<ThreadSettings, 'shared'> {
+export interface DeliveryOptions extends Omit<ThreadSettings, 'shared' | 'node' | 'encoding'> {
+  /** the node's name and web.hook.encode_payload, for the message.publish bodies the thread writes */
+  node?: string
+  encoding?: PayloadEncoding
   /** ms an event waits for others to go to the thread with (web.hook.batch_time) */
   batchTime: number
   queueSize: number
@@ -47,7 +53,8 @@ const RESTART_MS = 1000
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const undici = require(workerData.undici)
-;(${deliveryThread.toString()})(parentPort, workerData.settings, undici)
+${base62.toString()}
+;(${deliveryThread.toString()})(parentPort, workerData.settings, undici, ${encodePayload.toString()})
 `
 
 interface Thread { send: (message: ToThread) => void, stop: () => Promise<void> }
@@ -60,9 +67,7 @@ export class Delivery {
   #thread: Thread | undefined
   #restart: NodeJS.Timeout | undefined
   #closed = false
-  #keys: string[] = []
-  #sizes: number[] = []
-  #bodies: Array<() => string> = []
+  #pending: Pending[] = []
   #flush: NodeJS.Timeout | undefined
   /** drops and events given up not logged yet, and when each was last logged (one warning per LOG_EVERY_MS at most) */
   readonly #unlogged = { dropped: 0, failed: 0, failedAt: -Infinity }
@@ -109,9 +114,7 @@ export class Delivery {
     if (Atomics.load(shared, 0) >= this.#options.queueSize || Atomics.load(shared, 1) + item.size > this.#options.queueBytes) return this.drop()
     Atomics.add(shared, 0, 1)
     Atomics.add(shared, 1, item.size)
-    this.#keys.push(item.key)
-    this.#sizes.push(item.size)
-    this.#bodies.push(item.body)
+    this.#pending.push(item)
     // each message to the thread wakes it, and each lane it reaches writes to its connection: one batch per
     // batch_time keeps that a small part of the work at any rate of events
     this.#flush ??= setTimeout(() => this.#send(), this.#options.batchTime)
@@ -130,30 +133,51 @@ export class Delivery {
     await this.#thread?.stop()
   }
 
-  /** Writes the batch's bodies and hands it to the thread. */
+  /**
+   * Hands the batch to the thread in one message: the bodies of the events
+   * other than message.publish written here; a message.publish as its fields,
+   * the payloads copied once into one buffer that is transferred, not cloned.
+   */
   #send (): void {
     this.#flush = undefined
-    const batch = { keys: this.#keys, sizes: this.#sizes, builders: this.#bodies }
-    this.#keys = []
-    this.#sizes = []
-    this.#bodies = []
+    const pending = this.#pending
+    this.#pending = []
     const keys: string[] = []
     const sizes: number[] = []
     const bodies: string[] = []
-    for (let i = 0; i < batch.builders.length; i++) {
-      let body: string
-      try {
-        body = batch.builders[i]()
-      } catch (err) {
-        this.#options.logger.error({ err }, 'web hook event could not be written as JSON')
-        this.#lose(batch.sizes[i])
-        continue
+    const messages: Array<Omit<PublishFields, 'payload'>> = []
+    const payloads: Buffer[] = []
+    let bytes = 0
+    for (const item of pending) {
+      let body = ''
+      if (item.publish === undefined) {
+        try {
+          body = item.body()
+        } catch (err) {
+          this.#options.logger.error({ err }, 'web hook event could not be written as JSON')
+          this.#lose(item.size)
+          continue
+        }
+      } else {
+        const { payload, ...fields } = item.publish
+        messages.push(fields)
+        payloads.push(payload)
+        bytes += payload.length
       }
-      keys.push(batch.keys[i])
-      sizes.push(batch.sizes[i])
+      keys.push(item.key)
+      sizes.push(item.size)
       bodies.push(body)
     }
-    if (this.#thread !== undefined) this.#thread.send({ type: 'events', keys, sizes, bodies })
+    // not Buffer.concat: its buffer may be the pool's, which a transfer would take from this thread
+    const joined = Buffer.from(new ArrayBuffer(bytes))
+    let at = 0
+    const ends: number[] = []
+    for (const payload of payloads) {
+      joined.set(payload, at)
+      ends.push(at += payload.length)
+    }
+    const message: ToThread = { type: 'events', keys, sizes, bodies, messages, ends, payloads: joined.buffer }
+    if (this.#thread !== undefined) this.#thread.send(message)
     else for (const size of sizes) this.#lose(size)
   }
 
@@ -191,16 +215,17 @@ export class Delivery {
 
   #settings (): ThreadSettings {
     const { url, headers, tls, poolSize, pipelining, batchSize, timeout, retryTimes, retryInterval, retryBackoff } = this.#options
-    return { url, headers, tls, poolSize, pipelining, batchSize, timeout, retryTimes, retryInterval, retryBackoff, shared: this.#shared }
+    const { node = '', encoding = 'none' } = this.#options
+    return { url, headers, tls, poolSize, pipelining, batchSize, timeout, retryTimes, retryInterval, retryBackoff, node, encoding, shared: this.#shared }
   }
 
   #start (): Thread {
     if (this.#options.thread === 'inline') {
       const { port1, port2 } = new MessageChannel()
-      const stopThread = deliveryThread(port2, this.#settings(), undici)
+      const stopThread = deliveryThread(port2, this.#settings(), undici, encodePayload)
       port1.on('message', (message: FromThread) => this.#receive(message))
       return {
-        send: (message) => port1.postMessage(message),
+        send: (message) => port1.postMessage(message, [message.payloads]),
         stop: async () => {
           await stopThread()
           port1.close()
@@ -230,7 +255,7 @@ export class Delivery {
     worker.on('error', (err) => died(err.message))
     worker.on('exit', (code) => died(`exit code ${code}`))
     return {
-      send: (message) => worker.postMessage(message),
+      send: (message) => worker.postMessage(message, [message.payloads]),
       stop: async () => {
         stopping = true
         await worker.terminate()

@@ -48,12 +48,12 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
     sink.drop()
     return true
   }
-  const post = (event: EventName, key: string, size: number, body: () => string): undefined => {
+  const post = (event: EventName, item: Pending): undefined => {
     sink.count(event)
-    sink.offer({ key, size, body })
+    sink.offer(item)
     return undefined
   }
-  const queue = (event: EventName, key: string, size: number, body: () => object): undefined => post(event, key, size, () => JSON.stringify(body()))
+  const queue = (event: EventName, key: string, size: number, body: () => object): undefined => post(event, { key, size, body: () => JSON.stringify(body()) })
   const client = (who: Who): { clientid: string, username: string | null } => ({ clientid: who.clientId, username: name(who.username) })
   // the message's fields as the hook saw them (a later fold handler may change the message in place);
   // the payload is encoded and the publisher's user name looked up when the body is written
@@ -117,26 +117,24 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
   add('message.publish', (m: PublishMessage) => {
     const { from, topic } = m
     if (isSys(topic) || !publishTest(topic) || full('message.publish')) return undefined
-    // the hot path (every message): one closure, the body written flat when the batch goes to the thread
-    const { qos, retain, payload } = m
-    const publisher = m.client
-    const ts = Date.now()
+    // the hot path (every message): its fields only, the delivery thread writes the body
     const key = from ?? ''
-    const size = sizeOf({ clientId: key }, topic, payload)
-    const body = (): string => JSON.stringify({
-      action: 'message_publish',
-      node,
-      from_client_id: from ?? null,
-      from_username: name(publisher !== undefined || from === undefined ? publisher?.username : sink.username(from)),
-      topic,
-      qos,
-      retain,
-      payload: encodePayload(payload, encoding),
-      ts
-    })
+    const item: Pending = {
+      key,
+      size: sizeOf({ clientId: key }, topic, m.payload),
+      publish: {
+        from: from ?? null,
+        username: name(m.client !== undefined || from === undefined ? m.client?.username : sink.username(from)),
+        topic,
+        qos: m.qos,
+        retain: m.retain,
+        payload: m.payload,
+        ts: Date.now()
+      }
+    }
     const allowed = m.authorize(topic)
-    if (allowed === true) return post('message.publish', key, size, body)
-    if (allowed !== false) allowed.then((ok) => { if (ok) post('message.publish', key, size, body) }, () => {})
+    if (allowed === true) return post('message.publish', item)
+    if (allowed !== false) allowed.then((ok) => { if (ok) post('message.publish', item) }, () => {})
     return undefined
   })
 

@@ -53,7 +53,9 @@ export default definePlugin<WebHookConfig>({
       counters,
       alarms: ctx.alarms,
       logger: ctx.logger,
-      plugin: ctx.name
+      plugin: ctx.name,
+      node: ctx.node.name,
+      encoding: config['web.hook.encode_payload']
     })
     ctx.onUnload(async () => await delivery.close())
     const handlers = eventHandlers({

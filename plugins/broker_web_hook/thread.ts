@@ -1,8 +1,13 @@
 // The delivery thread: posts the events the node hands it, one POST per
 // event (or, with `batchSize` > 1, per up to that many events of one lane, a
 // JSON array), over at most `poolSize` keep-alive connections (TLS with the
-// web.hook.ssl.* files). One FIFO lane per connection, the lane chosen by the
-// client id the event is about, so one client's events are posted in order.
+// web.hook.ssl.* files). One FIFO lane per connection. A client's event goes
+// to the lane that holds its events not yet settled, so one client's events
+// are posted in order; a client with none goes to the first lane with room
+// (fewer than `pipelining` × `batchSize` events), so that at a moderate rate
+// every event shares one connection, and one write and one read there, and
+// further connections open only as the rate needs them: each connection's
+// writes and reads, on both sides, cost more than the requests they carry.
 // A lane keeps up to `pipelining` requests under way on its connection
 // (HTTP/1.1 pipelining: the endpoint reads them, and answers, in order) once
 // the endpoint has accepted one (until then, and after a failure, one), and
@@ -23,11 +28,27 @@
 // imports are erased and fine).
 import type { Socket } from 'node:net'
 import type { buildConnector, Client, Dispatcher } from 'undici'
+import type { PayloadEncoding } from './payload.js'
+
+/** A message.publish event as the node hands it over: the thread writes its JSON body. */
+export interface PublishFields {
+  from: string | null
+  username: string | null
+  topic: string
+  qos: number
+  retain: boolean
+  payload: Buffer
+  /** ms */
+  ts: number
+}
 
 /** What the node sends the thread. */
 export type ToThread =
-  /** events to post: the same index in each array is one event */
-  | { type: 'events', keys: string[], sizes: number[], bodies: string[] }
+  /**
+   * events to post: the same index in `keys`, `sizes`, `bodies` is one event; an empty body is the
+   * next of `messages` (message.publish), its payload in `payloads` up to the next of `ends`
+   */
+  | { type: 'events', keys: string[], sizes: number[], bodies: string[], messages: Array<Omit<PublishFields, 'payload'>>, ends: number[], payloads: ArrayBuffer }
 
 /** What the thread tells the node. */
 export type FromThread =
@@ -52,6 +73,9 @@ export interface ThreadSettings {
   retryTimes: number
   retryInterval: number
   retryBackoff: number
+  /** the node's name and web.hook.encode_payload, in the message.publish bodies */
+  node: string
+  encoding: PayloadEncoding
   /** [0] events waiting or under way, [1] their bytes; the thread takes each settled event off */
   shared: Int32Array
 }
@@ -63,10 +87,15 @@ export interface ThreadPort {
 }
 
 /** Runs the delivery on `port`; answers a function that stops it (requests under way end, waiting events are forgotten). */
-export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undici: { Client: typeof Client, buildConnector: typeof buildConnector }): () => Promise<void> {
-  interface Item { size: number, body: string }
+export function deliveryThread (
+  port: ThreadPort, settings: ThreadSettings, undici: { Client: typeof Client, buildConnector: typeof buildConnector },
+  encodePayload: (payload: Buffer, encoding: PayloadEncoding) => string
+): () => Promise<void> {
+  interface Item { key: string, size: number, body: string }
   interface Lane {
     items: Item[]
+    /** events placed here and not settled: waiting or under way */
+    load: number
     head: number
     /** POSTs started and not settled: under way or waiting for a retry */
     busy: number
@@ -90,16 +119,32 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
   // here anyway: events are posted at least once)
   const idempotent = pipelining > 1
   const blocking = pipelining === 1
-  const lanes: Lane[] = Array.from({ length: settings.poolSize }, () => ({ items: [], head: 0, busy: 0, retrying: 0, window: 1, client: undefined, socket: undefined, corked: false }))
+  const lanes: Lane[] = Array.from({ length: settings.poolSize }, () => ({ items: [], load: 0, head: 0, busy: 0, retrying: 0, window: 1, client: undefined, socket: undefined, corked: false }))
+  /** a lane with this many events waiting or under way takes no client that has none there */
+  const laneRoom = pipelining * batchSize
+  /** the lane of each client that has events not settled, and how many */
+  const placed = new Map<string, { lane: Lane, events: number }>()
   const shared = settings.shared
   const state = { stopped: false, started: 0, outageSince: -1, sent: 0, failed: 0, why: undefined as string | undefined, report: undefined as NodeJS.Timeout | undefined }
   const pauses = new Set<NodeJS.Timeout>()
 
-  // FNV-1a over the UTF-16 code units: a cheap, stable spread of client ids over the lanes
-  const laneOf = (id: string): Lane => {
-    let hash = 0x811c9dc5
-    for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193)
-    return lanes[(hash >>> 0) % lanes.length]
+  /** The lane of a client's next event: the one holding its events not settled, else the first with room and no retry pending, else the least loaded. */
+  const laneOf = (key: string): Lane => {
+    const known = placed.get(key)
+    if (known !== undefined) {
+      known.events++
+      return known.lane
+    }
+    let lane = lanes[0]
+    for (const candidate of lanes) {
+      if (candidate.load < laneRoom && candidate.retrying === 0) {
+        lane = candidate
+        break
+      }
+      if (candidate.load < lane.load) lane = candidate
+    }
+    placed.set(key, { lane, events: 1 })
+    return lane
   }
 
   // one connection per lane, made when the lane first posts; its socket is kept to cork it
@@ -198,7 +243,12 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
   /** A POST settled: its events off the shared count, counted, and the lane's next ones started. */
   const done = (lane: Lane, items: Item[], retried: boolean, ok: boolean, why?: string): void => {
     let bytes = 0
-    for (const item of items) bytes += item.size
+    for (const item of items) {
+      bytes += item.size
+      const client = placed.get(item.key)
+      if (client !== undefined && --client.events === 0) placed.delete(item.key)
+    }
+    lane.load -= items.length
     Atomics.sub(shared, 0, items.length)
     Atomics.sub(shared, 1, bytes)
     if (ok) state.sent += items.length
@@ -241,11 +291,21 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
 
   port.on('message', (message) => {
     if (state.stopped || message.type !== 'events') return
-    const { keys, sizes, bodies } = message
+    const { keys, sizes, bodies, messages, ends, payloads } = message
+    const { node, encoding } = settings
     const touched = new Set<Lane>()
+    let m = 0
     for (let i = 0; i < keys.length; i++) {
+      let body = bodies[i]
+      if (body === '') {
+        const { from, username, topic, qos, retain, ts } = messages[m]
+        const start = m === 0 ? 0 : ends[m - 1]
+        const payload = encodePayload(Buffer.from(payloads, start, ends[m++] - start), encoding)
+        body = JSON.stringify({ action: 'message_publish', node, from_client_id: from, from_username: username, topic, qos, retain, payload, ts })
+      }
       const lane = laneOf(keys[i])
-      lane.items.push({ size: sizes[i], body: bodies[i] })
+      lane.load++
+      lane.items.push({ key: keys[i], size: sizes[i], body })
       touched.add(lane)
     }
     for (const lane of touched) start(lane)
@@ -257,6 +317,7 @@ export function deliveryThread (port: ThreadPort, settings: ThreadSettings, undi
     for (const timer of pauses) clearTimeout(timer)
     pauses.clear()
     const clients: Client[] = []
+    placed.clear()
     for (const lane of lanes) {
       lane.items = []
       if (lane.client !== undefined) clients.push(lane.client)

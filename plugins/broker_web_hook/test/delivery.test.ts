@@ -80,6 +80,20 @@ t.test('posts JSON over keep-alive connections, at most pool_size of them, each 
   t.equal(d.queued, 0)
 })
 
+t.test('connections open as the events need them: clients share the first connection with room, one client\'s events stay on one', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url(), { poolSize: 4, pipelining: 8 })
+  for (let n = 0; n < 2; n++) for (const key of ['a', 'b', 'c']) d.offer(event(key, n))
+  await waitFor(() => counts.sent === 6, 10_000, 'six events of three clients posted')
+  t.equal(e.connections, 1, 'three clients, six events (fewer than pipelining): one connection')
+  // one turn: a fills the first connection's room (8 events), b then takes the next one
+  for (let n = 2; n < 10; n++) d.offer(event('a', n))
+  for (let n = 2; n < 4; n++) d.offer(event('b', n))
+  await waitFor(() => counts.sent === 16, 10_000, 'all 16 posted')
+  t.equal(e.connections, 2, 'a second connection once the first had no room')
+  for (const [key, last] of [['a', 10], ['b', 4]] as const) t.same(e.hits.filter((h) => h.body.key === key).map((h) => h.body.n), Array.from({ length: last }, (_, n) => n), `client ${key}'s events in order`)
+})
+
 t.test('pipelining: once the endpoint accepts one, several of a client\'s events under way on its connection, in order', async (t) => {
   const e = await endpoint(t)
   const { delivery: d, counts } = delivery(t, e.url(), { poolSize: 1, pipelining: 4 })
