@@ -74,6 +74,11 @@ export function encodeFrame (kind: FrameKind, sender: Buffer, sequence: number, 
   return frame
 }
 
+/** True when `frame` was sent by `sender` (checked before decoding: every node hears its own frames back). */
+export function sentBy (frame: Buffer, sender: Buffer): boolean {
+  return frame.length >= HEADER && frame.compare(sender, 0, SENDER_BYTES, 2, 2 + SENDER_BYTES) === 0
+}
+
 /** null for anything that is not a well-formed frame of this version (another writer on the channel is ignored, not trusted). */
 export function decodeFrame (frame: Buffer): Frame | null {
   if (frame.length < HEADER || frame.readUInt8(0) !== VERSION) return null
