@@ -19,6 +19,9 @@
 // Redis is back); `window` of them queued hold the publishers. A frame handed
 // to Redis just before the connection was seen lost is such a frame too (ioredis
 // would hold it, and its publishers, until it gives up on the command: ~21 s).
+// What a node receives is handed to its listeners in order, RECEIVED_PER_TURN
+// messages per turn of the event loop at most (one Redis read can hold
+// thousands); what waits counts in its delivery queue.
 // A frame is taken when Redis has handed it to every node on the bus: PUBLISH
 // answers how many subscribers got it, and each node hears the others' `hello`
 // (every BEHIND_RENEW_MS). A frame Redis refused (connection lost, failover)
@@ -44,7 +47,7 @@ import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type { Redis } from 'ioredis'
 import type mqemitter from 'mqemitter'
-import { decodeFrame, decodeMessage, decodeReceipt, encodeFrame, encodeMessage, encodeReceipt, type FrameKind } from './bus-frame.js'
+import { decodeFrame, decodeMessage, decodeReceipt, encodeFrame, encodeMessage, encodeReceipt, sentBy, type FrameKind } from './bus-frame.js'
 
 const require = createRequire(import.meta.url)
 
@@ -103,6 +106,13 @@ const PEER_TTL_MS = 1000
 /** After this node's own reconnect (a Redis restart, a failover) the others get this long to resubscribe before one counts as gone. */
 const RECONNECT_GRACE_MS = 10_000
 const ANSWERS_PER_TURN = 256
+/**
+ * Received messages handed to this node's listeners per turn of the event
+ * loop, at most (and at most this many bytes): one Redis read is up to 512
+ * messages per frame, several frames, and each delivery writes to sockets.
+ */
+const RECEIVED_PER_TURN = 256
+const RECEIVED_BYTES_PER_TURN = 64 * 1024
 /** Frames received out of order remembered per sender (past a gap this wide its sender has given up on it). */
 const SEEN_PER_SENDER = 4096
 /** How soon a node says which frames it received, and how long a sender waits for that before sending a frame again. */
@@ -114,6 +124,7 @@ const UNCONFIRMED_WINDOWS = 4
 const SENDERS = 256
 
 const noop = (): void => {}
+const EMPTY = Buffer.alloc(0)
 
 /** A message frame on its way to Redis; `dones` answer its publishers (emptied once they need not wait for Redis). */
 interface Sending { frame: Buffer, dones: Done[], count: number }
@@ -148,6 +159,10 @@ export class RedisBus extends MQEmitter {
   /** per sender: every frame up to `upTo` received, and those above it */
   readonly #received = new Map<string, { upTo: number, above: Set<number> }>()
   #receiptScheduled = false
+  /** messages received and not yet handed to this node's listeners, in the order they came (from #inboxHead) */
+  #inbox: Buffer[] = []
+  #inboxHead = 0
+  #inboxScheduled = false
   readonly #subscribed: Promise<unknown>
   readonly #timer: NodeJS.Timeout
   /** called for each QoS 0 message kept off the bus by `drop_qos0` (the node counts it as dropped) */
@@ -239,7 +254,7 @@ export class RedisBus extends MQEmitter {
     return {
       outstanding: this.#outstanding,
       unconfirmed: this.#unconfirmedMessages,
-      queued: this.length,
+      queued: this.#queued(),
       held: this.#held.length,
       dropped: this.#dropped,
       behindNodes: this.#remoteBehind.size,
@@ -408,6 +423,7 @@ export class RedisBus extends MQEmitter {
   }
 
   #receive (data: Buffer): void {
+    if (this.closed || sentBy(data, this.#tag)) return
     const frame = decodeFrame(data)
     if (frame === null || frame.sender === this.#tagHex || this.closed) return
     if (frame.kind === 'bye') {
@@ -432,7 +448,28 @@ export class RedisBus extends MQEmitter {
     }
     if (!fresh) return
     this.#scheduleReceipts()
-    for (const encoded of frame.messages) {
+    for (const encoded of frame.messages) this.#inbox.push(encoded)
+    if (!this.#inboxScheduled) {
+      this.#inboxScheduled = true
+      setImmediate(() => this.#deliverReceived())
+    }
+    this.#checkQueue()
+  }
+
+  /** Hands received messages to this node's listeners in order, RECEIVED_PER_TURN (or RECEIVED_BYTES_PER_TURN) at most per turn. */
+  #deliverReceived (): void {
+    this.#inboxScheduled = false
+    if (this.closed) {
+      this.#inbox = []
+      this.#inboxHead = 0
+      return
+    }
+    const end = Math.min(this.#inbox.length, this.#inboxHead + RECEIVED_PER_TURN)
+    let bytes = 0
+    while (this.#inboxHead < end && bytes < RECEIVED_BYTES_PER_TURN) {
+      const encoded = this.#inbox[this.#inboxHead]
+      this.#inbox[this.#inboxHead++] = EMPTY
+      bytes += encoded.length
       let packet: Record<string, unknown>
       try {
         packet = decodeMessage(encoded)
@@ -442,7 +479,19 @@ export class RedisBus extends MQEmitter {
       if (typeof packet?.topic !== 'string') continue
       if (this._matcher.match(packet.topic).length > 0) super.emit(packet as BusPacket, () => this.#afterDelivery())
     }
+    if (this.#inboxHead < this.#inbox.length) {
+      this.#inboxScheduled = true
+      setImmediate(() => this.#deliverReceived())
+    } else {
+      this.#inbox = []
+      this.#inboxHead = 0
+    }
     this.#checkQueue()
+  }
+
+  /** Messages waiting for delivery here: received and not yet handed over, and in the engine's queue. */
+  #queued (): number {
+    return this.length + this.#inbox.length - this.#inboxHead
   }
 
   /**
@@ -485,7 +534,7 @@ export class RedisBus extends MQEmitter {
 
   /** Says so when this node's delivery queue passes the window, and again when it is down to half. */
   #checkQueue (): void {
-    const queued = this.length
+    const queued = this.#queued()
     if (!this.#reportedBehind && queued >= this.#options.window) {
       this.#reportedBehind = true
       this.#control('behind')
