@@ -59,8 +59,10 @@ async function main (): Promise<number> {
   const probeFile = join(resultsDir, `.soak-probe-${process.pid}.jsonl`)
   writeFileSync(probeFile, '')
 
+  // e.g. SOAK_NODE_ARGS=--max-semi-space-size=32: V8 reads its heap flags only from the command line
+  const nodeArgs = (process.env.SOAK_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
   const server = await Server.start('broker', {
-    nodeArgs: ['--import', join(ROOT, 'dist', 'bench', 'soak-probe.js')],
+    nodeArgs: [...nodeArgs, '--import', join(ROOT, 'dist', 'bench', 'soak-probe.js')],
     env: { BENCH_SOAK_FILE: probeFile, BENCH_SOAK_PROBE_MS: String(SAMPLE_MS) }
   })
   const subscribers = new SoakWorker(0, server.port, { kind: 'subscribers', first: 0, count: pairs, rate: 0 })
