@@ -8,7 +8,7 @@
 // event-loop stall, largest RSS). One redis-server serves (2)–(4); each setup
 // gets fresh nodes, a cluster name of its own and fresh workers. See
 // bench/README.md.
-import { envChoice } from './env.js'
+import { envArgs, envChoice } from './env.js'
 import { LoopProbe } from './loop-probe.js'
 import { Worker } from './pool.js'
 import type { Role } from './protocol.js'
@@ -89,7 +89,7 @@ function clusterSettings (redis: Server): Record<string, string> {
 /** Starts every node (in parallel); if one fails, stops those that started. */
 async function startNodes (specs: Array<Parameters<typeof Server.start>[1]>): Promise<Server[]> {
   // e.g. `--cpu-prof --cpu-prof-dir=/tmp/p` or `--trace-gc`: for finding where a node's time goes
-  const nodeArgs = (process.env.BENCH_CLUSTER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
+  const nodeArgs = envArgs('BENCH_CLUSTER_NODE_ARGS')
   const started = await Promise.allSettled(specs.map(async (spec) => await Server.start('broker', { ...spec, nodeArgs })))
   const nodes = started.flatMap((s) => s.status === 'fulfilled' ? [s.value] : [])
   const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected')

@@ -29,3 +29,8 @@ export function envChoice<T extends string | number> (name: string, all: readonl
   }
   return all.filter((known) => wanted.includes(String(known)))
 }
+
+/** `process.env[name]` as command-line arguments split on spaces (e.g. Node options for a started broker), none when unset. */
+export function envArgs (name: string, env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env[name] ?? '').split(' ').filter((arg) => arg !== '')
+}

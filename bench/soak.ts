@@ -10,7 +10,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describeDisturbance, disturbancePolicy, watchDisturbance } from './disturbance.js'
-import { envNumber } from './env.js'
+import { envArgs, envNumber } from './env.js'
 import { FD_HEADROOM, rerunWithOpenFiles } from './fd-limit.js'
 import { plot } from './plot.js'
 import { ForkedWorker } from './pool.js'
@@ -60,7 +60,7 @@ async function main (): Promise<number> {
   writeFileSync(probeFile, '')
 
   // e.g. SOAK_NODE_ARGS=--max-semi-space-size=32: V8 reads its heap flags only from the command line
-  const nodeArgs = (process.env.SOAK_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
+  const nodeArgs = envArgs('SOAK_NODE_ARGS')
   const server = await Server.start('broker', {
     nodeArgs: [...nodeArgs, '--import', join(ROOT, 'dist', 'bench', 'soak-probe.js')],
     env: { BENCH_SOAK_FILE: probeFile, BENCH_SOAK_PROBE_MS: String(SAMPLE_MS) }

@@ -425,7 +425,7 @@ export class RedisBus extends MQEmitter {
   #receive (data: Buffer): void {
     if (this.closed || sentBy(data, this.#tag)) return
     const frame = decodeFrame(data)
-    if (frame === null || frame.sender === this.#tagHex || this.closed) return
+    if (frame === null) return
     if (frame.kind === 'bye') {
       this.#forget(frame.sender)
       this.#release()
