@@ -6,6 +6,7 @@ import type { IPublishPacket } from 'mqtt-packet'
 import { startBroker, type TestBroker } from './helpers/broker.js'
 import { closeAll, connect, type MqttClient } from './helpers/mqtt.js'
 import { RawClient } from './helpers/raw-client.js'
+import { waitFor } from './helpers/cluster.js'
 import { onMessageDropped } from '../lib/engine/internals.js'
 
 async function publisher (broker: TestBroker, t: { teardown: (fn: () => unknown) => void }): Promise<MqttClient> {
@@ -108,7 +109,10 @@ t.test('zone.external.max_mqueue_len bounds an offline persistent session', asyn
   const again = await connect(url, { clientId: 'offline-sub', clean: false })
   t.teardown(() => closeAll(again))
   again.on('message', (_topic, payload) => got.push(payload.toString()))
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  // keyed on the five arriving (a loaded machine may take seconds), then a pause in which a sixth would show
+  await waitFor(() => got.length >= 5, 30_000, 'five messages after reconnecting')
+  await new Promise((resolve) => setTimeout(resolve, 300))
   t.same(got, numbered(1, 5), 'the first five are delivered after reconnecting, in order')
+  await waitFor(() => broker.node.queues.length('offline-sub') === 0, 30_000, 'the store emptied by the acknowledgements')
   t.equal(broker.node.queues.length('offline-sub'), 0, 'acknowledged messages leave the store')
 })
