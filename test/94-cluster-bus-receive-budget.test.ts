@@ -75,7 +75,11 @@ t.test('bus messages: an engine PUBLISH in the own form, anything else in msgpac
     engine({ qos: 1, messageId: undefined }),
     engine({ qos: 2, messageId: 65535, retain: true, dup: true }),
     engine({ topic: 'ü/€/𝄞', brokerId: 'ноде', payload: Buffer.alloc(0), brokerCounter: 2 ** 40 + 3 }),
-    engine({ topic: '', payload: Buffer.alloc(70_000, 1) })
+    engine({ topic: '', payload: Buffer.alloc(70_000, 1) }),
+    // what the engine hands the bus for every client's PUBLISH (it sets clientId)
+    engine({ clientId: 'c' }),
+    engine({ qos: 1, messageId: 12, clientId: 'ü-€', payload: Buffer.alloc(0) }),
+    engine({ clientId: '' })
   ]
   for (const packet of own) {
     const encoded = encodeMessage(packet)
@@ -86,7 +90,7 @@ t.test('bus messages: an engine PUBLISH in the own form, anything else in msgpac
   const others = [
     engine({ properties: { userProperties: { a: '1' } } }),
     engine({ payload: 'a string' }),
-    engine({ clientId: 'c' }),
+    engine({ clientId: 7 }),
     engine({ cmd: 'pubrel' }),
     engine({ qos: 3 }),
     engine({ messageId: 70_000 }),
@@ -100,4 +104,7 @@ t.test('bus messages: an engine PUBLISH in the own form, anything else in msgpac
   }
   const cut = encodeMessage(engine({ topic: 'a/long/topic' })).subarray(0, 20)
   t.throws(() => decodeMessage(cut), 'a cut own-form message is refused (the bus skips it)')
+  const withClient = encodeMessage(engine({ topic: 'a/b', clientId: 'a-client-id' }))
+  t.throws(() => decodeMessage(withClient.subarray(0, 16 + 3 + 3 + 1)), 'a message cut inside its clientId length is refused')
+  t.throws(() => decodeMessage(withClient.subarray(0, 16 + 3 + 3 + 2 + 5)), 'a message cut inside its clientId is refused')
 })

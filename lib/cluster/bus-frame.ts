@@ -35,10 +35,12 @@ export interface Frame {
 /**
  * A message: an engine PUBLISH of the usual shape (cmd, brokerId,
  * brokerCounter, topic, Buffer payload, qos, retain, dup, and perhaps
- * messageId) in the bus's own form, anything else in msgpack.
+ * messageId and the publishing client's clientId, which the engine sets on
+ * every client's PUBLISH) in the bus's own form, anything else in msgpack.
  *   u8 0xc1 (a byte msgpack never writes) | u8 flags (retain 1, dup 2, qos << 2,
- *   messageId key 16, messageId set 32) | f64 brokerCounter | u16 messageId |
- *   u16 brokerId length | u16 topic length | brokerId | topic | payload
+ *   messageId key 16, messageId set 32, clientId 64) | f64 brokerCounter |
+ *   u16 messageId | u16 brokerId length | u16 topic length | brokerId | topic |
+ *   [u16 clientId length | clientId, with flag 64] | payload
  * msgpack-lite's generic walk was a tenth of a receiving node's time under a
  * cross-node flood (its string and object decoding) and its encoding a good
  * part of the sender's.
@@ -54,34 +56,43 @@ export function decodeMessage (encoded: Buffer): Record<string, unknown> {
 
 const OWN_FORM = 0xc1
 const OWN_HEADER = 16
-const PUBLISH_KEYS = new Set(['cmd', 'brokerId', 'brokerCounter', 'topic', 'payload', 'qos', 'retain', 'dup', 'messageId'])
+const PUBLISH_KEYS = new Set(['cmd', 'brokerId', 'brokerCounter', 'topic', 'payload', 'qos', 'retain', 'dup', 'messageId', 'clientId'])
 
 function encodePublish (packet: Record<string, unknown>): Buffer | null {
-  const { brokerId, brokerCounter, topic, payload, qos, retain, dup, messageId } = packet
+  const { brokerId, brokerCounter, topic, payload, qos, retain, dup, messageId, clientId } = packet
   if (packet.cmd !== 'publish' || typeof brokerId !== 'string' || typeof topic !== 'string' || !Buffer.isBuffer(payload) ||
     typeof brokerCounter !== 'number' || !Number.isSafeInteger(brokerCounter) || (qos !== 0 && qos !== 1 && qos !== 2) ||
     typeof retain !== 'boolean' || typeof dup !== 'boolean') return null
   const hasMessageId = 'messageId' in packet
   if (messageId !== undefined && (typeof messageId !== 'number' || !Number.isInteger(messageId) || messageId < 0 || messageId > 0xffff)) return null
+  const hasClientId = 'clientId' in packet
+  if (hasClientId && typeof clientId !== 'string') return null
   let keys = 0
   for (const key in packet) {
     if (!PUBLISH_KEYS.has(key)) return null
     keys++
   }
-  if (keys !== (hasMessageId ? 9 : 8)) return null
+  if (keys !== 8 + (hasMessageId ? 1 : 0) + (hasClientId ? 1 : 0)) return null
   const idBytes = Buffer.byteLength(brokerId)
   const topicBytes = Buffer.byteLength(topic)
-  if (idBytes > 0xffff || topicBytes > 0xffff) return null
-  const out = Buffer.allocUnsafe(OWN_HEADER + idBytes + topicBytes + payload.length)
+  const clientBytes = hasClientId ? Buffer.byteLength(clientId as string) : 0
+  if (idBytes > 0xffff || topicBytes > 0xffff || clientBytes > 0xffff) return null
+  const payloadAt = OWN_HEADER + idBytes + topicBytes + (hasClientId ? 2 + clientBytes : 0)
+  const out = Buffer.allocUnsafe(payloadAt + payload.length)
   out[0] = OWN_FORM
-  out[1] = (retain ? 1 : 0) | (dup ? 2 : 0) | (qos << 2) | (hasMessageId ? 16 : 0) | (messageId !== undefined ? 32 : 0)
+  out[1] = (retain ? 1 : 0) | (dup ? 2 : 0) | (qos << 2) | (hasMessageId ? 16 : 0) | (messageId !== undefined ? 32 : 0) | (hasClientId ? 64 : 0)
   out.writeDoubleBE(brokerCounter, 2)
   out.writeUInt16BE(messageId ?? 0, 10)
   out.writeUInt16BE(idBytes, 12)
   out.writeUInt16BE(topicBytes, 14)
   out.write(brokerId, OWN_HEADER, idBytes, 'utf8')
+  const topicEnd = OWN_HEADER + idBytes + topicBytes
   out.write(topic, OWN_HEADER + idBytes, topicBytes, 'utf8')
-  payload.copy(out, OWN_HEADER + idBytes + topicBytes)
+  if (hasClientId) {
+    out.writeUInt16BE(clientBytes, topicEnd)
+    out.write(clientId as string, topicEnd + 2, clientBytes, 'utf8')
+  }
+  payload.copy(out, payloadAt)
   return out
 }
 
@@ -90,19 +101,23 @@ function decodePublish (encoded: Buffer): Record<string, unknown> {
   const flags = encoded[1]
   const idEnd = OWN_HEADER + encoded.readUInt16BE(12)
   const topicEnd = idEnd + encoded.readUInt16BE(14)
-  if (topicEnd > encoded.length || (flags & 0x0c) === 0x0c) throw new Error('malformed bus message')
+  const hasClientId = (flags & 64) !== 0
+  if (topicEnd + (hasClientId ? 2 : 0) > encoded.length || (flags & 0x0c) === 0x0c || (flags & 0x80) !== 0) throw new Error('malformed bus message')
+  const clientEnd = hasClientId ? topicEnd + 2 + encoded.readUInt16BE(topicEnd) : topicEnd
+  if (clientEnd > encoded.length) throw new Error('malformed bus message')
   const packet: Record<string, unknown> = {
     cmd: 'publish',
     brokerId: encoded.toString('utf8', OWN_HEADER, idEnd),
     brokerCounter: encoded.readDoubleBE(2),
     topic: encoded.toString('utf8', idEnd, topicEnd),
-    payload: encoded.subarray(topicEnd),
+    payload: encoded.subarray(clientEnd),
     qos: (flags >> 2) & 3,
     retain: (flags & 1) !== 0,
     dup: (flags & 2) !== 0
   }
   // as msgpack had it: a messageId key without a value comes back null
   if ((flags & 16) !== 0) packet.messageId = (flags & 32) !== 0 ? encoded.readUInt16BE(10) : null
+  if (hasClientId) packet.clientId = encoded.toString('utf8', topicEnd + 2, clientEnd)
   return packet
 }
 
