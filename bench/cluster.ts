@@ -36,8 +36,10 @@ export interface SetupResult {
   'sent/s': number
   /** QoS 1: PUBACKs/s the publishers received; null at QoS 0 */
   'acked/s': number | null
-  /** the longest a node did not answer a PINGREQ (its event loop's longest stall), ms, over all nodes */
+  /** the longest a node did not answer a PINGREQ (its event loop's longest stall) in the measured window, ms, over all nodes */
   'stall ms': number
+  /** the same before it: the clients connecting, the settling, and the first (cold) part of the load */
+  'warm-up stall ms': number
   /** the largest RSS of a node, MiB */
   'RSS MiB': number
 }
@@ -107,9 +109,12 @@ async function measure (nodes: Server[], redis: Server | null, seconds: number, 
   const workers = roles.map((_, i) => new Worker(i))
   if (!mesh) workers[0].onProgress = (received) => workers[1].send({ type: 'peer', received })
   const probes = await Promise.all(nodes.map(async (n, i) => await LoopProbe.start(n.port, n.pid, `bench-probe-${i}-${process.pid}`)))
+  // every stall is the warm-up's until timedOn sets when the measured window begins
+  const window = { fromNs: 2n ** 63n, toNs: 2n ** 63n }
+  for (const probe of probes) probe.window = window
   try {
     const ports = mesh ? nodes.map((n) => n.port) : [nodes[0].port, nodes[nodes.length - 1].port]
-    const results = await Promise.race([timedOn(workers, ports, roles, seconds, SETTLE_MS), ...servers.map(async (s) => await s.died)])
+    const results = await Promise.race([timedOn(workers, ports, roles, seconds, SETTLE_MS, window), ...servers.map(async (s) => await s.died)])
     const rate = receivedPerSecond(results)
     if (rate === 0) throw new Error('the subscriber received no message')
     const perSecond = (pick: (r: typeof results[number]) => number): number =>
@@ -120,6 +125,7 @@ async function measure (nodes: Server[], redis: Server | null, seconds: number, 
       'sent/s': perSecond((r) => r.sent),
       'acked/s': qos === 1 ? perSecond((r) => r.acked ?? 0) : null,
       'stall ms': Math.max(...watched.map((w) => w.longestStallMs)),
+      'warm-up stall ms': Math.max(...watched.map((w) => w.longestWarmupStallMs)),
       'RSS MiB': Math.max(...watched.map((w) => w.maxRssMiB))
     }
   } catch (err) {
@@ -185,7 +191,7 @@ export async function runClusterSection (seconds: number, note: (text: string) =
           const run = await runSetup(key, redis, seconds, qos)
           results.runs[`qos${qos}`][key] = run
           const acked = run['acked/s'] === null ? '' : `, ${run['acked/s'].toFixed(0)} acked/s`
-          process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s (sent ${run['sent/s'].toFixed(0)}/s${acked}; stall ${run['stall ms'].toFixed(0)} ms, RSS ${run['RSS MiB'].toFixed(0)} MiB)\n`)
+          process.stderr.write(`${run['msg/s'].toFixed(0)} msg/s (sent ${run['sent/s'].toFixed(0)}/s${acked}; stall ${run['stall ms'].toFixed(0)} ms, in the warm-up ${run['warm-up stall ms'].toFixed(0)} ms, RSS ${run['RSS MiB'].toFixed(0)} MiB)\n`)
         } catch (err) {
           const message = err instanceof Error ? err.message : String(err)
           process.stderr.write(`failed: ${message}\n`)

@@ -9,12 +9,22 @@ import { rssKiB } from './servers.js'
 
 const PROBE_MS = 20
 
-export interface ProbeResult { longestStallMs: number, maxRssMiB: number }
+export interface ProbeResult {
+  /** the longest stall that began inside the measured window (all of the run when none was given) */
+  longestStallMs: number
+  /** the longest that began before it: the clients connecting and the load's first, cold second */
+  longestWarmupStallMs: number
+  maxRssMiB: number
+}
 
 export class LoopProbe {
   #longest = 0
+  #longestWarmup = 0
   #maxRss = 0
+  /** hrtime (ns) from which a stall counts as the measured window's; set by the runner when the load starts */
+  window: { fromNs: bigint } = { fromNs: 0n }
   #sentAt = 0
+  #sentAtNs = 0n
   #waiting = false
   #timer: NodeJS.Timeout | null = null
 
@@ -33,22 +43,29 @@ export class LoopProbe {
       this.#maxRss = Math.max(this.#maxRss, rssKiB(this.pid))
     } catch { /* the process is gone: the runner reports its death */ }
     if (this.#waiting) {
-      this.#longest = Math.max(this.#longest, performance.now() - this.#sentAt)
+      this.#record()
       return
     }
     this.#waiting = true
     this.#sentAt = performance.now()
+    this.#sentAtNs = process.hrtime.bigint()
     this.client.send({ cmd: 'pingreq' })
   }
 
   private answered (): void {
     this.#waiting = false
-    this.#longest = Math.max(this.#longest, performance.now() - this.#sentAt)
+    this.#record()
+  }
+
+  #record (): void {
+    const stall = performance.now() - this.#sentAt
+    if (this.#sentAtNs >= this.window.fromNs) this.#longest = Math.max(this.#longest, stall)
+    else this.#longestWarmup = Math.max(this.#longestWarmup, stall)
   }
 
   stop (): ProbeResult {
     if (this.#timer !== null) clearInterval(this.#timer)
     this.client.close()
-    return { longestStallMs: this.#longest, maxRssMiB: this.#maxRss / 1024 }
+    return { longestStallMs: this.#longest, longestWarmupStallMs: this.#longestWarmup, maxRssMiB: this.#maxRss / 1024 }
   }
 }

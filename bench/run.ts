@@ -127,20 +127,20 @@ function printTable (rows: Row[]): void {
 
 function printCluster (seconds: number, cluster: ClusterResults): void {
   process.stdout.write(`\n${CLUSTER_SECTION}: 10 publishers -> 1 subscriber on bench/in/# ((4): 3 nodes x (4 publishers + 1 subscriber)), ${seconds} s per setup\n\n`)
-  const lines = [['QoS', 'setup', 'msg/s', 'ratio', 'sent/s', 'acked/s', 'stall ms', 'RSS MiB']]
+  const lines = [['QoS', 'setup', 'msg/s', 'ratio', 'sent/s', 'acked/s', 'stall ms', 'warm-up stall', 'RSS MiB']]
   for (const qos of QOS_LEVELS) {
     const runs = cluster.runs[`qos${qos}`]
     const single = runs.single?.['msg/s']
     for (const { key, title } of SETUPS) {
       const run = runs[key]
       const ratio = run === null || key === 'mesh' || single === undefined || single === 0 ? undefined : run['msg/s'] / single
-      lines.push([String(qos), title, format(run?.['msg/s'], 0), format(ratio, 2), format(run?.['sent/s'], 0), format(run?.['acked/s'] ?? undefined, 0), format(run?.['stall ms'], 0), format(run?.['RSS MiB'], 0)])
+      lines.push([String(qos), title, format(run?.['msg/s'], 0), format(ratio, 2), format(run?.['sent/s'], 0), format(run?.['acked/s'] ?? undefined, 0), format(run?.['stall ms'], 0), format(run?.['warm-up stall ms'], 0), format(run?.['RSS MiB'], 0)])
     }
   }
   writeColumns(lines, 2)
   process.stdout.write('\nratio = msg/s / msg/s of (1) at the same QoS; below 1 = slower than one node on its embedded store. ' +
     '(2): one node with its store and messages on Redis; (3): subscriber on node a, publishers on node b, every message through Redis pub/sub; ' +
-    '(4): msg/s = deliveries/s to the three subscribers together. stall ms: the longest a node took to answer a PINGREQ; RSS: the largest node. ' +
+    '(4): msg/s = deliveries/s to the three subscribers together. stall ms: the longest a node took to answer a PINGREQ in the measured window; warm-up stall: the same before it (connecting, settling, the cold first second of the load); RSS: the largest node. ' +
     'sent/s well above msg/s: deliveries stalled and the publishers\' window was reset (see bench/README.md).\n')
 }
 
