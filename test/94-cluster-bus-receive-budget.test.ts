@@ -9,7 +9,7 @@ import { Redis } from 'ioredis'
 import t from 'tap'
 import { createRequire } from 'node:module'
 import { RedisBus } from '../lib/cluster/bus.js'
-import { decodeMessage, encodeMessage } from '../lib/cluster/bus-frame.js'
+import { decodeFrame, decodeMessage, encodeFrame, encodeMessage, FrameBuilder } from '../lib/cluster/bus-frame.js'
 import { emitted } from './helpers/bus.js'
 import { waitFor } from './helpers/cluster.js'
 import { startRedis } from './helpers/servers/redis.js'
@@ -107,4 +107,18 @@ t.test('bus messages: an engine PUBLISH in the own form, anything else in msgpac
   const withClient = encodeMessage(engine({ topic: 'a/b', clientId: 'a-client-id' }))
   t.throws(() => decodeMessage(withClient.subarray(0, 16 + 3 + 3 + 1)), 'a message cut inside its clientId length is refused')
   t.throws(() => decodeMessage(withClient.subarray(0, 16 + 3 + 3 + 2 + 5)), 'a message cut inside its clientId is refused')
+
+  // the sender writes messages straight into the frame: the same bytes as each encoded on its own, then framed
+  const builder = new FrameBuilder()
+  const sender = Buffer.from('0123456789abcdef', 'hex')
+  const mixed = [...own, ...others, ...own]
+  for (const round of [1, 2]) {
+    for (const packet of mixed) builder.add(packet)
+    t.equal(builder.count, mixed.length, `round ${round}: every message counted`)
+    const framed = builder.finish('messages', sender, round)
+    t.ok(framed.equals(encodeFrame('messages', sender, round, mixed.map(encodeMessage))), `round ${round}: the frame as encodeFrame makes it (past the 64 KiB start buffer)`)
+    t.same(decodeFrame(framed)?.messages.map(decodeMessage), mixed.map((p) => msgpack.decode(msgpack.encode(p))), `round ${round}: every message decodes`)
+    t.equal(builder.count, 0, 'the builder is empty after finish')
+    t.equal(builder.bytes, 0, 'and holds no bytes')
+  }
 })

@@ -47,7 +47,7 @@ import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type { Redis } from 'ioredis'
 import type mqemitter from 'mqemitter'
-import { decodeFrame, decodeMessage, decodeReceipt, encodeFrame, encodeMessage, encodeReceipt, sentBy, type FrameKind } from './bus-frame.js'
+import { decodeFrame, decodeMessage, decodeReceipt, encodeFrame, encodeReceipt, FrameBuilder, sentBy, type FrameKind } from './bus-frame.js'
 
 const require = createRequire(import.meta.url)
 
@@ -134,9 +134,8 @@ export class RedisBus extends MQEmitter {
   readonly #tag = randomBytes(8)
   readonly #tagHex = this.#tag.toString('hex')
   #sequence = 0
-  #frame: Buffer[] = []
+  readonly #frame = new FrameBuilder()
   #frameDones: Done[] = []
-  #frameBytes = 0
   #flushScheduled = false
   #outstanding = 0
   #held: Done[] = []
@@ -212,7 +211,7 @@ export class RedisBus extends MQEmitter {
       this.#dropped++
       this.onDrop()
     } else {
-      this.#enqueue(encodeMessage(packet), settle)
+      this.#enqueue(packet, settle)
     }
     if (local) super.emit(packet, (err) => { settle(err); this.#afterDelivery() })
     else if (waits === 0) this.#answer(done)
@@ -263,12 +262,11 @@ export class RedisBus extends MQEmitter {
     }
   }
 
-  #enqueue (message: Buffer, done: Done): void {
-    this.#frame.push(message)
+  #enqueue (packet: BusPacket, done: Done): void {
+    this.#frame.add(packet)
     this.#frameDones.push(done)
-    this.#frameBytes += message.length
     this.#outstanding++
-    if (this.#frame.length >= FRAME_MESSAGES || this.#frameBytes >= FRAME_BYTES) this.#flush()
+    if (this.#frame.count >= FRAME_MESSAGES || this.#frame.bytes >= FRAME_BYTES) this.#flush()
     else if (!this.#flushScheduled) {
       this.#flushScheduled = true
       setImmediate(() => this.#flush())
@@ -277,14 +275,12 @@ export class RedisBus extends MQEmitter {
 
   #flush (): void {
     this.#flushScheduled = false
-    if (this.#frame.length === 0) return
-    const frame = encodeFrame('messages', this.#tag, ++this.#sequence, this.#frame)
+    if (this.#frame.count === 0) return
+    const frame = this.#frame.finish('messages', this.#tag, ++this.#sequence)
     const count = this.#frameDones.length
     // Redis unreachable: the frame waits here (it counts in #outstanding), its publishers do not
     const dones = this.#options.pub.status === 'ready' ? this.#frameDones : this.#answerAll(this.#frameDones)
-    this.#frame = []
     this.#frameDones = []
-    this.#frameBytes = 0
     if (this.#confirmed.size > 0) {
       this.#unconfirmed.set(this.#sequence, { frame, messages: count, sentAt: Date.now() })
       this.#unconfirmedMessages += count
