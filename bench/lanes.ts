@@ -19,8 +19,8 @@ const WHEEL_TICK_MS = 20
  * A PINGREQ from each client added, every half keepalive from the time it was
  * added (its connect), as a real client's own timer sends it — so clients that
  * connected over some seconds ping over those seconds, not all in one tick.
- * One timer per wheel: a client sits in the bucket of the tick last pinged when it was added,
- * and each tick pings the clients of the buckets whose time came.
+ * One timer per wheel: a client sits in the bucket last pinged when it was
+ * added, and each tick pings the clients of the buckets whose time came.
  */
 export class KeepaliveWheel {
   private readonly buckets: RawClient[][]
