@@ -12,10 +12,50 @@ export async function inLanes (count: number, lanes: number, work: (index: numbe
   await Promise.all(Array.from({ length: Math.min(lanes, count) }, lane))
 }
 
-/** A PINGREQ from each raw client in `clients` (read at each round) every half keepalive, as a real client sends. */
-export function pingEveryHalfKeepalive (clients: readonly unknown[], keepaliveS: number): void {
-  if (keepaliveS <= 0) return
-  setInterval(() => {
-    for (const c of clients) if (c instanceof RawClient) c.send({ cmd: 'pingreq' })
-  }, keepaliveS * 500).unref()
+/** How finely the keepalive wheel spreads the PINGREQs over the half keepalive. */
+const WHEEL_TICK_MS = 20
+
+/**
+ * A PINGREQ from each client added, every half keepalive from the time it was
+ * added (its connect), as a real client's own timer sends it — so clients that
+ * connected over some seconds ping over those seconds, not all in one tick.
+ * One timer per wheel: a client sits in the bucket last pinged when it was
+ * added, and each tick pings the clients of the buckets whose time came.
+ */
+export class KeepaliveWheel {
+  private readonly buckets: RawClient[][]
+  private readonly started = performance.now()
+  private lastSlot = 0
+  private timer: NodeJS.Timeout | null = null
+
+  constructor (keepaliveS: number) {
+    const slots = Math.max(1, Math.round(keepaliveS * 500 / WHEEL_TICK_MS))
+    this.buckets = keepaliveS > 0 ? Array.from({ length: slots }, () => []) : []
+    if (keepaliveS > 0) this.timer = setInterval(() => this.tick(), WHEEL_TICK_MS).unref()
+  }
+
+  add (client: RawClient): void {
+    if (this.buckets.length === 0) return
+    // the last bucket pinged: its next turn is a full half keepalive away
+    this.buckets[this.lastSlot % this.buckets.length].push(client)
+  }
+
+  stop (): void {
+    if (this.timer !== null) clearInterval(this.timer)
+    this.timer = null
+  }
+
+  private slotNow (): number {
+    return Math.floor((performance.now() - this.started) / WHEEL_TICK_MS)
+  }
+
+  /** Pings every bucket whose time came since the last tick (a late timer catches up, at most one round). */
+  private tick (): void {
+    const now = this.slotNow()
+    const from = Math.max(this.lastSlot + 1, now - this.buckets.length + 1)
+    for (let slot = from; slot <= now; slot++) {
+      for (const c of this.buckets[slot % this.buckets.length]) c.send({ cmd: 'pingreq' })
+    }
+    this.lastSlot = now
+  }
 }

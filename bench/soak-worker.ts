@@ -5,7 +5,7 @@
 // sequence number on its topic; subscribers check the numbers (a gap is a lost
 // message, a repeat a duplicate). Counts go to the runner every second.
 import { RawClient } from './client.js'
-import { inLanes, pingEveryHalfKeepalive } from './lanes.js'
+import { inLanes, KeepaliveWheel } from './lanes.js'
 
 export interface SoakRole { kind: 'publishers' | 'subscribers', first: number, count: number, rate: number }
 export type ToSoakWorker = { type: 'setup', port: number, role: SoakRole } | { type: 'go' } | { type: 'stop' } | { type: 'close' }
@@ -26,6 +26,7 @@ const post = (msg: FromSoakWorker): void => { process.send?.(msg) }
 
 async function connectAll (port: number, role: SoakRole): Promise<void> {
   const lastSeq = new Uint32Array(role.count)
+  const keepalives = new KeepaliveWheel(KEEPALIVE_S)
   await inLanes(role.count, CONNECTS_IN_FLIGHT, async (i) => {
     const n = role.first + i
     if (role.kind === 'subscribers') {
@@ -48,6 +49,7 @@ async function connectAll (port: number, role: SoakRole): Promise<void> {
         }
       })
       clients[i] = client
+      keepalives.add(client)
       await client.subscribe(`soak/${n}`, 1)
     } else {
       clients[i] = await RawClient.connect({
@@ -57,9 +59,9 @@ async function connectAll (port: number, role: SoakRole): Promise<void> {
         onLost: () => { counts.lostConnections++ },
         onPacket: (p) => { if (p.cmd === 'puback') counts.acked++ }
       })
+      keepalives.add(clients[i])
     }
   })
-  pingEveryHalfKeepalive(clients, KEEPALIVE_S)
 }
 
 function startPublishing (role: SoakRole): void {

@@ -6,7 +6,7 @@ import { SnPublisher } from './sn-client.js'
 import { Lwm2mPublisher } from './lwm2m-client.js'
 import { sendBatch, StompPublisher } from './stomp-client.js'
 import { CoapPublisher, putBatch } from './coap-client.js'
-import { inLanes, pingEveryHalfKeepalive } from './lanes.js'
+import { inLanes, KeepaliveWheel } from './lanes.js'
 
 const PAYLOAD = Buffer.alloc(16, 0x61)
 /** Publishes per socket.write; writing each 30-byte packet alone would cost the client a syscall per message. */
@@ -37,6 +37,8 @@ interface Load {
 
 const clients: Array<RawClient | StompPublisher | SnPublisher | CoapPublisher | Lwm2mPublisher> = []
 let load: Load | null = null
+/** the idle connections' PINGREQs, one wheel per idle load */
+const keepalives: KeepaliveWheel[] = []
 let failed = false
 
 function post (msg: FromWorker): void {
@@ -51,6 +53,7 @@ function fail (err: unknown): void {
 }
 
 function closeAll (): void {
+  for (const w of keepalives.splice(0)) w.stop()
   for (const c of clients) c.close()
   clients.length = 0
 }
@@ -341,14 +344,15 @@ function idle (port: number, role: Extract<Role, { kind: 'idle' }>): Load {
       let connected = 0
       let refused = 0
       const latencies = new Float64Array(role.connections)
-      // PINGREQs from the start, so that the server keeps the first connections however long connecting and measuring take
-      pingEveryHalfKeepalive(clients, role.keepalive)
+      // PINGREQs from each connect on, so that the server keeps the first connections however long connecting and measuring take
+      const wheel = new KeepaliveWheel(role.keepalive)
+      keepalives.push(wheel)
       await inLanes(role.connections, IDLE_CONCURRENCY, async (index) => {
         const id = role.firstId + index
         try {
           const localAddress = role.localAddresses?.[id % role.localAddresses.length]
           const started = performance.now()
-          await connect(port, `bench-idle-${id}-${process.pid}`, { keepalive: role.keepalive, protocolVersion: role.protocolVersion, clean: role.clean, localAddress })
+          wheel.add(await connect(port, `bench-idle-${id}-${process.pid}`, { keepalive: role.keepalive, protocolVersion: role.protocolVersion, clean: role.clean, localAddress }))
           latencies[connected++] = performance.now() - started
         } catch {
           refused++
