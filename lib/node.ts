@@ -211,7 +211,7 @@ export class BrokerNode {
       let plugins: PluginHost | undefined = undefined
       let clustering: Clustering | undefined = undefined
       const service = await step('node service', () => {
-        const drain = new Drain({ engine, lifecycle, listeners: () => listeners, logger, serverReference: () => clustering?.serverReference() })
+        const drain = new Drain({ engine, lifecycle, listeners: () => listeners, logger, serverReference: async () => await clustering?.serverReference() })
         return createNodeOperations({ config, engine, hooks, access, banned, queues, observability, storeIndex, persistence, plugins: () => plugins, listeners: () => listeners, lifecycle, storeAvailable: backend.available, drain, restoredExpiryInterval: (clientId) => timers.restoredExpiryInterval(clientId) })
       })
       // mqtt.acl_file is live: the rules are read again when it changes (a bad file keeps the rules in force)

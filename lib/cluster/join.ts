@@ -1,6 +1,7 @@
 // Joins the node to its cluster (or makes it a cluster of one): the RPC
 // listener first, so other nodes can ask it things; its membership record
 // once it accepts clients; both end when it stops.
+import { setTimeout as delay } from 'node:timers/promises'
 import type { Config } from '../config/store.js'
 import type { Backend } from '../engine/backend.js'
 import type { Logger } from '../log.js'
@@ -15,14 +16,17 @@ import { SharedPlacement } from './shared-placement.js'
 import type { SharedSubscriptions } from '../engine/shared-subscriptions.js'
 import type { AedesPublishPacket } from 'aedes'
 
+/** How long a drain waits for Redis to name the other nodes before it takes the last heartbeat's view. */
+const REFERENCE_READ_MS = 1000
+
 export interface Clustering {
   cluster: Cluster
   /** the node accepts clients (at `mqttPort`, its TCP listener's port): tell the others */
   announce: (mqttPort?: number) => Promise<void>
   /** the node stops: leave the list, stop answering */
   leave: () => Promise<void>
-  /** another live node's MQTT address, for a drained MQTT 5 client's Server Reference; undefined when alone */
-  serverReference: () => string | undefined
+  /** another live node's MQTT address, for a drained MQTT 5 client's Server Reference; undefined when alone. Read fresh from Redis (the last heartbeat's view when Redis does not answer within REFERENCE_READ_MS) */
+  serverReference: () => Promise<string | undefined>
   /** the live nodes' names as last seen (for `$SYS/brokers`) */
   liveNodes: () => string[]
   /** the live nodes' names, read from the cluster now (this node among them, announced or not) */
@@ -40,7 +44,7 @@ interface JoinOptions { config: Config, backend: Backend, service: NodeOperation
 export async function joinCluster ({ config, backend, service, shared, engineId, logger }: JoinOptions): Promise<Clustering> {
   const startedAt = Date.now()
   if (backend.redis === undefined) {
-    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, serverReference: () => undefined, liveNodes: () => [service.name], members: async () => [service.name], onMembersChanged: () => {}, onNodeLeft: () => {}, onNodeDown: () => {} }
+    return { cluster: singleNodeCluster(service, startedAt, engineId), announce: async () => {}, leave: async () => {}, serverReference: async () => undefined, liveNodes: () => [service.name], members: async () => [service.name], onMembersChanged: () => {}, onNodeLeft: () => {}, onNodeDown: () => {} }
   }
   const prefix = config.get('cluster.name')
   const log = logger.child({ cluster: prefix })
@@ -70,7 +74,11 @@ export async function joinCluster ({ config, backend, service, shared, engineId,
       await rpc.stop()
       placement.stop()
     },
-    serverReference: () => membership.liveMembers().find((m) => m.node !== service.name && m.address !== undefined)?.address,
+    serverReference: async () => {
+      // the last heartbeat's view may predate a node that joined since
+      const members = await Promise.race([membership.members(), delay(REFERENCE_READ_MS, undefined, { ref: false })]).catch(() => undefined)
+      return (members ?? membership.liveMembers()).find((m) => m.node !== service.name && m.address !== undefined)?.address
+    },
     liveNodes: () => membership.live(),
     members: async () => (await membership.members()).map((m) => m.node),
     onMembersChanged: (listener) => { membership.on('changed', listener) },

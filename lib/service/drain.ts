@@ -37,9 +37,10 @@ export interface DrainParts {
   logger: Logger
   /**
    * The Server Reference MQTT 5 clients are given (another node's address),
-   * or undefined when there is none (a single node). The cluster fills it in.
+   * or undefined when there is none (a single node). The cluster fills it in;
+   * it is asked once, when the drain starts.
    */
-  serverReference: () => string | undefined
+  serverReference: () => Promise<string | undefined>
 }
 
 export class Drain {
@@ -48,6 +49,7 @@ export class Drain {
   #done: Promise<void> = Promise.resolve()
   #finish: () => void = () => {}
   readonly #leaving = new WeakSet<Client>()
+  #reference: string | undefined
 
   constructor (private readonly parts: DrainParts) {
     parts.engine.on('clientReady', (client: Client) => {
@@ -87,7 +89,11 @@ export class Drain {
       if (this.#connected().length === 0) return this.#drained()
       this.#timer = setTimeout(tick, interval)
     }
-    tick()
+    // the first disconnects wait for the reference (one Redis read), so that they carry it too
+    this.parts.serverReference().catch(() => undefined).then((reference) => {
+      this.#reference = reference
+      if (lifecycle.state === 'draining') tick()
+    }).catch((err: Error) => logger.error({ err }, 'drain stopped'))
     return this.status()
   }
 
@@ -99,7 +105,7 @@ export class Drain {
     this.#leaving.add(client)
     this.#status.disconnected++
     noteDisconnectReason(client, 'server_moved')
-    const reference = this.parts.serverReference()
+    const reference = this.#reference
     client.disconnect({ reasonCode: MQTT5_SERVER_MOVED, ...(reference === undefined ? {} : { properties: { serverReference: reference } }) })
   }
 
