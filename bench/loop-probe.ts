@@ -23,7 +23,7 @@ export class LoopProbe {
   #maxRss = 0
   /** hrtime (ns) from which a stall counts as the measured window's; set by the runner when the load starts */
   window: { fromNs: bigint } = { fromNs: 0n }
-  #sentAt = 0
+  /** hrtime (ns) of the PINGREQ waiting for its PINGRESP */
   #sentAtNs = 0n
   #waiting = false
   #timer: NodeJS.Timeout | null = null
@@ -47,7 +47,6 @@ export class LoopProbe {
       return
     }
     this.#waiting = true
-    this.#sentAt = performance.now()
     this.#sentAtNs = process.hrtime.bigint()
     this.client.send({ cmd: 'pingreq' })
   }
@@ -58,7 +57,7 @@ export class LoopProbe {
   }
 
   #record (): void {
-    const stall = performance.now() - this.#sentAt
+    const stall = Number(process.hrtime.bigint() - this.#sentAtNs) / 1e6
     if (this.#sentAtNs >= this.window.fromNs) this.#longest = Math.max(this.#longest, stall)
     else this.#longestWarmup = Math.max(this.#longestWarmup, stall)
   }
