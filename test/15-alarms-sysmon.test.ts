@@ -125,6 +125,27 @@ t.test('sysmon long_schedule: a synchronous busy loop', async (t) => {
   t.equal(m.qos, 0)
 })
 
+t.test('sysmon long_schedule: checked every half threshold (50 ms to 1 s), re-armed when the threshold changes', async (t) => {
+  const b = await broker(t, { 'sysmon.long_schedule': '100ms' })
+  const sysmon = b.node.observability.sysmon
+  t.equal(sysmon.scheduleCheckMs, 50)
+  b.node.config.set('sysmon.long_schedule', '240ms')
+  t.equal(sysmon.scheduleCheckMs, 120, 'the default threshold: about 8 wake-ups a second, not 20')
+  b.node.config.set('sysmon.long_schedule', '10s')
+  t.equal(sysmon.scheduleCheckMs, 1000, 'at most 1 s')
+  b.node.config.set('sysmon.long_schedule', '0')
+  t.equal(sysmon.scheduleCheckMs, null, 'off')
+  b.node.config.set('sysmon.long_schedule', '400ms')
+  t.equal(sysmon.scheduleCheckMs, 200)
+  const watcher = await watch(t, b, `${PREFIX}sysmon/long_schedule`)
+  busy(150)
+  t.ok(await noMessageWithin(watcher, 300), 'a block under the threshold is not reported')
+  const got = nextMessages(watcher, 1)
+  busy(700)
+  const [m] = await got
+  t.match(m.payload, /^long_schedule: the event loop was blocked for \d+ ms \(over 400 ms\)$/, 'one of 1.5 thresholds or more is')
+})
+
 t.test('sysmon large_heap, and repeats are rate-limited', async (t) => {
   const b = await broker(t, { 'sysmon.large_heap': '1MB' })
   // large_heap alone: a loaded machine may have the other kinds report too

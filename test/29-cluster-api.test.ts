@@ -54,10 +54,9 @@ t.test('connections: the cluster list on n1 holds n2\'s and n3\'s clients; /node
   keep(await connect(n3.mqttUrl, { clientId: 'c-on-n3' }))
   // a node lists a client once its connect has finished (clientReady), which follows the CONNACK by
   // at least one turn of that node's loop: under load the first listing can miss the newest client
-  const all = await waitFor(async () => {
-    const page = (await api(n1, 'GET', '/connections/')).body as Page
-    return page.meta.count === 3 ? page : undefined
-  }, 10_000, 'all three clients listed')
+  const listed = async (): Promise<Page> => (await api(n1, 'GET', '/connections/')).body as Page
+  await waitFor(async () => (await listed()).meta.count === 3, 10_000, 'all three clients listed')
+  const all = await listed()
   const where = Object.fromEntries(all.items.map((c) => [c.client_id, c.node]))
   t.same(where, { 'c-on-n1': n1.name, 'c-on-n2': n2.name, 'c-on-n3': n3.name })
   t.equal(all.meta.count, 3)
