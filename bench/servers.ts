@@ -4,7 +4,7 @@
 // that none outlives it.
 import { spawn, type ChildProcess } from 'node:child_process'
 import type { LoadWindow } from './scenarios.js'
-import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { accessSync, constants, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
@@ -77,6 +77,27 @@ export function cpuMs (pid: number, mainThread = false): number {
   const fields = readFileSync(file, 'utf8').replace(/^.*\) /s, '').split(' ')
   // after the command: state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux)
   return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+/**
+ * CPU time (ms) of each of a process's threads so far, by `<name>:<tid>` (`/proc/<pid>/task/<tid>/comm`;
+ * Node 20 names its worker threads and V8's helpers all `node`, so the tid, in order of creation, tells
+ * them apart) and `<name> (main)` for the event loop. A thread that ended is not counted: compare two
+ * readings of long-lived threads.
+ */
+export function threadCpuMs (pid: number): Map<string, number> {
+  const byName = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()
+      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
+      const label = tid === String(pid) ? `${name} (main)` : `${name}:${tid}`
+      byName.set(label, (byName.get(label) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10)
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return byName
 }
 
 /**

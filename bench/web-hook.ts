@@ -10,7 +10,7 @@ import { Worker } from './pool.js'
 import type { Role } from './protocol.js'
 import { envChoice, envNumber } from './env.js'
 import { range, receivedPerSecond, timedOn, type LoadWindow } from './scenarios.js'
-import { cpuMs, cpuProfile, freePort, Server } from './servers.js'
+import { cpuMs, cpuProfile, freePort, Server, threadCpuMs } from './servers.js'
 
 export const WEB_HOOK_SECTION = 'web-hook'
 
@@ -83,8 +83,10 @@ export async function endpointCount (endpoint: Server): Promise<number> {
  * measures the drop and not the events that fill the queue (posted to the delivery thread like live ones).
  */
 const WARMUP_S = envNumber('BENCH_HOOK_WARMUP', 3, { zero: true })
+/** `BENCH_HOOK_THREADS=1`: each run also writes the node's CPU per message by thread name to stderr */
+const THREADS = envNumber('BENCH_HOOK_THREADS', 0, { zero: true }) > 0
 
-interface Sample { cpu: number, loop: number, clients: number, endpointCpu: number, posted: number, dropped: number }
+interface Sample { cpu: number, loop: number, threads: Map<string, number>, clients: number, endpointCpu: number, posted: number, dropped: number }
 
 async function metric (node: Server, name: string): Promise<number> {
   const metrics = await node.ctl(['broker', 'metrics']) as Record<string, number>
@@ -102,6 +104,7 @@ async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoi
     const read = async (): Promise<Sample> => ({
       cpu: cpuMs(node.pid),
       loop: cpuMs(node.pid, true),
+      threads: threadCpuMs(node.pid),
       clients: workers.reduce((sum, w) => sum + cpuMs(w.pid), 0),
       endpointCpu: cpuMs(endpoint.pid),
       posted: live ? await endpointCount(endpoint) : 0,
@@ -118,6 +121,10 @@ async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoi
     if (rate === 0) throw new Error('no message was received')
     const messages = rate * seconds
     const run: HookRun = { 'msg/s': rate, 'cpu us/msg': (end.cpu - start.cpu) * 1000 / messages, 'loop us/msg': (end.loop - start.loop) * 1000 / messages, 'clients us/msg': (end.clients - start.clients) * 1000 / messages }
+    if (THREADS) {
+      const parts = [...end.threads].map(([name, ms]) => [name, (ms - (start.threads.get(name) ?? 0)) * 1000 / messages] as const)
+      process.stderr.write(`  node threads, us/msg: ${parts.filter(([, us]) => us > 0).sort((a, b) => b[1] - a[1]).map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ')}\n`)
+    }
     if (setup === 'off') return run
     run.dropped = end.dropped
     run.failed = await metric(node, 'webhook/failed')
