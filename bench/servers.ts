@@ -73,7 +73,11 @@ export function rssKiB (pid: number): number {
  * loop), from /proc/<pid>/task/<pid>/stat.
  */
 export function cpuMs (pid: number, mainThread = false): number {
-  const file = mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`
+  return statCpuMs(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`)
+}
+
+/** user + system CPU (ms) from a `/proc/…/stat` file */
+function statCpuMs (file: string): number {
   const fields = readFileSync(file, 'utf8').replace(/^.*\) /s, '').split(' ')
   // after the command: state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux)
   return (Number(fields[11]) + Number(fields[12])) * 10
@@ -90,9 +94,8 @@ export function threadCpuMs (pid: number): Map<string, number> {
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()
-      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
       const label = tid === String(pid) ? `${name} (main)` : `${name}:${tid}`
-      byName.set(label, (byName.get(label) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10)
+      byName.set(label, (byName.get(label) ?? 0) + statCpuMs(`/proc/${pid}/task/${tid}/stat`))
     } catch {
       // the thread ended between the listing and the read
     }

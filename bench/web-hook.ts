@@ -83,7 +83,7 @@ export async function endpointCount (endpoint: Server): Promise<number> {
  * measures the drop and not the events that fill the queue (posted to the delivery thread like live ones).
  */
 const WARMUP_S = envNumber('BENCH_HOOK_WARMUP', 3, { zero: true })
-/** `BENCH_HOOK_THREADS=1`: each run also writes the node's CPU per message by thread name to stderr */
+/** `BENCH_HOOK_THREADS=1`: each run also writes the node's CPU per message by thread to stderr */
 const THREADS = envNumber('BENCH_HOOK_THREADS', 0, { zero: true }) > 0
 
 interface Sample { cpu: number, loop: number, threads: Map<string, number>, clients: number, endpointCpu: number, posted: number, dropped: number }
@@ -104,7 +104,7 @@ async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoi
     const read = async (): Promise<Sample> => ({
       cpu: cpuMs(node.pid),
       loop: cpuMs(node.pid, true),
-      threads: threadCpuMs(node.pid),
+      threads: THREADS ? threadCpuMs(node.pid) : new Map(),
       clients: workers.reduce((sum, w) => sum + cpuMs(w.pid), 0),
       endpointCpu: cpuMs(endpoint.pid),
       posted: live ? await endpointCount(endpoint) : 0,
