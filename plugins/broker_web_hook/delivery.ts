@@ -8,12 +8,12 @@
 // settled (`webhook/sent`, `webhook/failed`) and when the endpoint stops or
 // starts answering (the alarm `broker_web_hook_unavailable`). Nothing here
 // makes a hook handler wait.
-import { createRequire } from 'node:module'
 import { MessageChannel, Worker } from 'node:worker_threads'
-import * as undici from 'undici'
+import * as net from 'node:net'
+import * as tls from 'node:tls'
 import type { Logger, PluginContext } from '../../lib/plugin-kit/index.js'
 import { base62, encodePayload, type PayloadEncoding } from './payload.js'
-import { deliveryThread, type FromThread, type PublishFields, type ThreadSettings, type ToThread } from './thread.js'
+import { deliveryThread, type FromThread, type PublishColumns, type PublishFields, type ThreadSettings, type ToThread } from './thread.js'
 
 export type { PublishFields } from './thread.js'
 
@@ -52,9 +52,9 @@ const RESTART_MS = 1000
 // a CommonJS script, so that the thread starts from the same text under the tests' TypeScript loader and from dist/
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
-const undici = require(workerData.undici)
+const sockets = { net: require('node:net'), tls: require('node:tls') }
 ${base62.toString()}
-;(${deliveryThread.toString()})(parentPort, workerData.settings, undici, ${encodePayload.toString()})
+;(${deliveryThread.toString()})(parentPort, workerData.settings, sockets, ${encodePayload.toString()})
 `
 
 interface Thread { send: (message: ToThread) => void, stop: () => Promise<void> }
@@ -145,7 +145,7 @@ export class Delivery {
     const keys: string[] = []
     const sizes: number[] = []
     const bodies: string[] = []
-    const messages: Array<Omit<PublishFields, 'payload'>> = []
+    const messages: PublishColumns = { from: [], username: [], topic: [], qos: [], retain: [], ts: [] }
     const payloads: Buffer[] = []
     let bytes = 0
     for (const item of pending) {
@@ -159,8 +159,13 @@ export class Delivery {
           continue
         }
       } else {
-        const { payload, ...fields } = item.publish
-        messages.push(fields)
+        const { payload, from, username, topic, qos, retain, ts } = item.publish
+        messages.from.push(from)
+        messages.username.push(username)
+        messages.topic.push(topic)
+        messages.qos.push(qos)
+        messages.retain.push(retain)
+        messages.ts.push(ts)
         payloads.push(payload)
         bytes += payload.length
       }
@@ -222,7 +227,7 @@ export class Delivery {
   #start (): Thread {
     if (this.#options.thread === 'inline') {
       const { port1, port2 } = new MessageChannel()
-      const stopThread = deliveryThread(port2, this.#settings(), undici, encodePayload)
+      const stopThread = deliveryThread(port2, this.#settings(), { net, tls }, encodePayload)
       port1.on('message', (message: FromThread) => this.#receive(message))
       return {
         send: (message) => port1.postMessage(message, [message.payloads]),
@@ -236,7 +241,7 @@ export class Delivery {
       eval: true,
       // not the tests' TypeScript loader: the script is plain JavaScript
       execArgv: [],
-      workerData: { undici: createRequire(import.meta.url).resolve('undici'), settings: this.#settings() }
+      workerData: { settings: this.#settings() }
     })
     let stopping = false
     worker.on('message', (message: FromThread) => this.#receive(message))

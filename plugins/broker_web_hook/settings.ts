@@ -47,7 +47,7 @@ export interface WebHookConfig {
 export const DEFAULTS = {
   'web.hook.api.url': 'http://127.0.0.1:8080',
   'web.hook.pool_size': 32,
-  'web.hook.request.pipelining': 16,
+  'web.hook.request.pipelining': 256,
   'web.hook.batch_size': 1,
   'web.hook.batch_time': 5,
   'web.hook.queue_size': 10_000,

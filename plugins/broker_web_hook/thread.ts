@@ -11,15 +11,21 @@
 // A lane keeps up to `pipelining` requests under way on its connection
 // (HTTP/1.1 pipelining: the endpoint reads them, and answers, in order) once
 // the endpoint has accepted one (until then, and after a failure, one), and
-// the requests a lane writes in one turn of the loop go out in one write (the
-// socket is corked for the turn): the system calls, not the JavaScript, are
-// most of what a POST costs. A 5xx answer or no answer is retried after a
-// growing pause, at most `retryTimes` times; then the event is given up.
+// the requests a lane starts in one turn of the loop go out in one write.
+// A 5xx answer or no answer is retried after a growing pause, at most `retryTimes` times; then the event is given up.
 // While one of its events waits for a retry a lane starts no new ones, so a
 // retried event can come after no more of its client's events than were
 // already under way. Each settled event is taken off the shared count
 // (`shared`: events and bytes waiting or under way, which the node checks
 // before it hands one over), and the outcomes go back to the node in batches.
+//
+// The HTTP/1.1 client is this file's own (`connectionOf` and what follows),
+// not a library: a POST here is one request head written from a template and
+// one answer framed (status line, then content-length, chunked or
+// close-delimited bytes, skipped). It costs the thread 4.6 µs of CPU per POST
+// where undici's Client, pipelined and corked, cost 6.5 (bench/README.md,
+// web hook section). What it leaves out, as an endpoint of this plugin does
+// not need it: redirects, compression, streamed bodies, HTTP/2.
 //
 // `deliveryThread` runs on a worker thread of its own, so writing requests and
 // reading answers never takes the event loop that serves MQTT. It is started
@@ -27,7 +33,8 @@
 // it must be self-contained, reaching nothing outside its parameters (type
 // imports are erased and fine).
 import type { Socket } from 'node:net'
-import type { buildConnector, Client, Dispatcher } from 'undici'
+import type * as Net from 'node:net'
+import type * as Tls from 'node:tls'
 import type { PayloadEncoding } from './payload.js'
 
 /** A message.publish event as the node hands it over: the thread writes its JSON body. */
@@ -48,7 +55,17 @@ export type ToThread =
    * events to post: the same index in `keys`, `sizes`, `bodies` is one event; an empty body is the
    * next of `messages` (message.publish), its payload in `payloads` up to the next of `ends`
    */
-  | { type: 'events', keys: string[], sizes: number[], bodies: string[], messages: Array<Omit<PublishFields, 'payload'>>, ends: number[], payloads: ArrayBuffer }
+  | { type: 'events', keys: string[], sizes: number[], bodies: string[], messages: PublishColumns, ends: number[], payloads: ArrayBuffer }
+
+/** The message.publish events of a batch, field by field (arrays of strings and numbers cost less to pass between threads than objects). */
+export interface PublishColumns {
+  from: Array<string | null>
+  username: Array<string | null>
+  topic: string[]
+  qos: number[]
+  retain: boolean[]
+  ts: number[]
+}
 
 /** What the thread tells the node. */
 export type FromThread =
@@ -86,9 +103,12 @@ export interface ThreadPort {
   postMessage: (message: FromThread) => void
 }
 
+/** The modules the thread opens its connections with (a worker requires them itself). */
+export interface Sockets { net: typeof Net, tls: typeof Tls }
+
 /** Runs the delivery on `port`; answers a function that stops it (requests under way end, waiting events are forgotten). */
 export function deliveryThread (
-  port: ThreadPort, settings: ThreadSettings, undici: { Client: typeof Client, buildConnector: typeof buildConnector },
+  port: ThreadPort, settings: ThreadSettings, sockets: Sockets,
   encodePayload: (payload: Buffer, encoding: PayloadEncoding) => string
 ): () => Promise<void> {
   interface Item { key: string, size: number, body: string }
@@ -103,23 +123,44 @@ export function deliveryThread (
     retrying: number
     /** events under way at most: 1 until the endpoint accepts one and after a failure, then `pipelining` */
     window: number
-    client: Client | undefined
-    socket: Socket | undefined
-    corked: boolean
+    /** the endpoint's last answer here closed its connection: one request at a time */
+    closes: boolean
+    connection: Connection | undefined
+  }
+  /** The bytes of an answer still to come after its head. */
+  type Framing = 'head' | 'length' | 'chunk-size' | 'chunk' | 'chunk-end' | 'trailers' | 'close'
+  /** One keep-alive connection: the requests written on it and not answered yet, in order, and the answer being read. */
+  interface Connection {
+    socket: Socket
+    /** requests of this turn, written together at its end */
+    out: string
+    waiting: Attempt[]
+    first: number
+    timer: NodeJS.Timeout | undefined
+    ended: boolean
+    /** bytes read and not framed yet */
+    rest: Buffer | undefined
+    framing: Framing
+    /** of the answer being read: its status, the bytes of its body (or chunk) left, whether the connection stays open after it */
+    status: number
+    left: number
+    keepAlive: boolean
   }
   const url = new URL(settings.url)
-  const path = `${url.pathname}${url.search}`
+  const secure = url.protocol === 'https:'
+  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+  const portNumber = Number(url.port === '' ? (secure ? 443 : 80) : url.port)
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   for (const [name, value] of Object.entries(settings.headers)) headers[name.toLowerCase()] = value
+  let headText = `host: ${url.host}\r\n`
+  for (const [name, value] of Object.entries(headers)) headText += `${name}: ${value}\r\n`
+  const requestHead = `POST ${url.pathname}${url.search} HTTP/1.1\r\n${headText}content-length: `
   const { ca, cert, key, verify } = settings.tls
-  const connect = undici.buildConnector({ timeout: settings.timeout, ca, cert, key, rejectUnauthorized: verify })
   const pipelining = settings.pipelining
   const batchSize = settings.batchSize
-  // undici pipelines only requests marked idempotent and not blocking (a POST answered by no one is retried
-  // here anyway: events are posted at least once)
-  const idempotent = pipelining > 1
-  const blocking = pipelining === 1
-  const lanes: Lane[] = Array.from({ length: settings.poolSize }, () => ({ items: [], load: 0, head: 0, busy: 0, retrying: 0, window: 1, client: undefined, socket: undefined, corked: false }))
+  /** an answer's head longer than this is not an HTTP answer this client reads */
+  const MAX_HEAD = 64 * 1024
+  const lanes: Lane[] = Array.from({ length: settings.poolSize }, () => ({ items: [], load: 0, head: 0, busy: 0, retrying: 0, window: 1, closes: false, connection: undefined }))
   /** a lane with this many events waiting or under way takes no client that has none there */
   const laneRoom = pipelining * batchSize
   /** the lane of each client that has events not settled, and how many */
@@ -127,6 +168,8 @@ export function deliveryThread (
   const shared = settings.shared
   const state = { stopped: false, started: 0, outageSince: -1, sent: 0, failed: 0, why: undefined as string | undefined, report: undefined as NodeJS.Timeout | undefined }
   const pauses = new Set<NodeJS.Timeout>()
+  const json = (text: string | null): string => text === null ? 'null' : JSON.stringify(text)
+  const nodeJson = JSON.stringify(settings.node)
 
   /** The lane of a client's next event: the one holding its events not settled, else the first with room and no retry pending, else the least loaded. */
   const laneOf = (key: string): Lane => {
@@ -147,33 +190,172 @@ export function deliveryThread (
     return lane
   }
 
-  // one connection per lane, made when the lane first posts; its socket is kept to cork it
-  const clientOf = (lane: Lane): Client => lane.client ??= new undici.Client(url.origin, {
-    pipelining,
-    headersTimeout: settings.timeout,
-    bodyTimeout: settings.timeout,
-    connect: (options, callback) => connect(options, (err, socket) => {
-      if (err === null) lane.socket = socket
-      callback(err as null, socket as Socket)
+  /** The lane's connection, opened when the lane first posts and again after one ended. */
+  const connectionOf = (lane: Lane): Connection => {
+    if (lane.connection !== undefined) return lane.connection
+    const socket = secure
+      ? sockets.tls.connect({ host: hostname, port: portNumber, ca, cert, key, rejectUnauthorized: verify, servername: sockets.net.isIP(hostname) === 0 ? hostname : undefined, ALPNProtocols: ['http/1.1'] })
+      : sockets.net.connect({ host: hostname, port: portNumber })
+    socket.setNoDelay(true)
+    socket.setKeepAlive(true, 60_000)
+    const connection: Connection = { socket, out: '', waiting: [], first: 0, timer: undefined, ended: false, rest: undefined, framing: 'head', status: 0, left: 0, keepAlive: true }
+    lane.connection = connection
+    socket.on('data', (data: Buffer) => read(lane, connection, data))
+    socket.on('error', (err) => end(lane, connection, err))
+    socket.on('close', () => {
+      // an answer delimited by the close is whole now
+      if (connection.framing === 'close' && !connection.ended) answered(connection)
+      end(lane, connection, new Error('the endpoint closed the connection'))
     })
-  })
+    return connection
+  }
+
+  /** Ends a connection: the requests on it that got no answer fail with `why`. */
+  const end = (lane: Lane, connection: Connection, why: Error): void => {
+    if (connection.ended) return
+    connection.ended = true
+    if (lane.connection === connection) lane.connection = undefined
+    clearTimeout(connection.timer)
+    connection.socket.destroy()
+    const unanswered = connection.waiting.slice(connection.first)
+    connection.waiting = []
+    for (const attempt of unanswered) attempt.settled(why)
+  }
+
+  /** Fails the connection when its oldest request has waited `timeout` ms for its whole answer. */
+  const watch = (lane: Lane, connection: Connection): void => {
+    connection.timer = undefined
+    if (connection.ended || connection.first >= connection.waiting.length) return
+    const waited = Date.now() - connection.waiting[connection.first].sentAt
+    if (waited >= settings.timeout) return end(lane, connection, new Error(`no whole answer within ${settings.timeout} ms`))
+    connection.timer = setTimeout(watch, settings.timeout - waited, lane, connection)
+  }
+
+  /** The answer being read is whole: the oldest request on the connection has it. */
+  const answered = (connection: Connection): void => {
+    connection.framing = 'head'
+    const attempt = connection.waiting[connection.first]
+    connection.waiting[connection.first++] = undefined as unknown as Attempt
+    if (connection.first >= 1024 && connection.first * 2 >= connection.waiting.length) {
+      connection.waiting = connection.waiting.slice(connection.first)
+      connection.first = 0
+    }
+    attempt.settled(connection.status)
+  }
 
   /**
-   * Holds the lane's writes until the end of this turn of the loop and the
-   * next check phase, so that they go out together: undici writes to an idle
-   * keep-alive socket (the lane's state between two batches) from an
-   * immediate of its own, queued after this one; an uncork in this turn's
-   * immediate came before it, and each request went out in its own write.
+   * An answer with its body read. When the endpoint said it closes the
+   * connection after it, the requests written after that one were never read:
+   * they go again at once on a new connection, before any the answer lets the
+   * lane start (not a failure, not a try), and the lane sends one at a time
+   * while the endpoint keeps closing; false then.
    */
-  const cork = (lane: Lane): void => {
-    const socket = lane.socket
-    if (lane.corked || socket === undefined || socket.destroyed) return
-    lane.corked = true
-    socket.cork()
-    setImmediate(() => setImmediate(() => {
-      lane.corked = false
-      socket.uncork()
-    }))
+  const whole = (lane: Lane, connection: Connection): boolean => {
+    if (connection.keepAlive) {
+      answered(connection)
+      return true
+    }
+    if (lane.connection === connection) lane.connection = undefined
+    const unread = connection.waiting.splice(connection.first + 1)
+    for (const attempt of unread) attempt.post()
+    answered(connection)
+    end(lane, connection, new Error('the endpoint closed the connection'))
+    return false
+  }
+
+  /** Frames the answers in the bytes read; one that is not HTTP/1.x, or comes unasked, ends the connection. */
+  const read = (lane: Lane, connection: Connection, bytes: Buffer): void => {
+    const data = connection.rest === undefined ? bytes : Buffer.concat([connection.rest, bytes])
+    connection.rest = undefined
+    let at = 0
+    const fail = (why: string): void => end(lane, connection, new Error(`not an HTTP/1.1 answer: ${why}`))
+    while (at < data.length && !connection.ended) {
+      const framing = connection.framing
+      if (framing === 'length' || framing === 'chunk') {
+        const taken = Math.min(connection.left, data.length - at)
+        at += taken
+        connection.left -= taken
+        if (connection.left > 0) break
+        if (framing === 'chunk') connection.framing = 'chunk-end'
+        else whole(lane, connection)
+        continue
+      }
+      if (framing === 'close') return
+      const lineEnd = framing === 'head' || framing === 'trailers' ? data.indexOf('\r\n\r\n', at, 'latin1') : data.indexOf('\r\n', at, 'latin1')
+      if (framing === 'trailers' && data[at] === 0x0d && data[at + 1] === 0x0a) {
+        // no trailer fields: the empty line alone
+        at += 2
+        whole(lane, connection)
+        continue
+      }
+      if (lineEnd < 0) {
+        if (data.length - at > MAX_HEAD) return fail('a head or line too long')
+        break
+      }
+      const text = data.toString('latin1', at, lineEnd)
+      at = lineEnd + (framing === 'head' || framing === 'trailers' ? 4 : 2)
+      if (framing === 'chunk-end') {
+        if (text !== '') return fail('no CRLF after a chunk')
+        connection.framing = 'chunk-size'
+      } else if (framing === 'chunk-size') {
+        const size = /^[0-9a-f]{1,8}(?=[ \t;]|$)/i.exec(text)
+        if (size === null) return fail(`bad chunk size "${text.slice(0, 40)}"`)
+        connection.left = parseInt(size[0], 16)
+        connection.framing = connection.left === 0 ? 'trailers' : 'chunk'
+      } else if (framing === 'trailers') whole(lane, connection)
+      else if (!head(lane, connection, text)) return
+    }
+    if (at < data.length && !connection.ended) connection.rest = Buffer.from(data.subarray(at))
+    if (!connection.ended && connection.first >= connection.waiting.length) {
+      clearTimeout(connection.timer)
+      connection.timer = undefined
+    }
+  }
+
+  /** An answer's status line and headers: sets how its body is framed; false when the connection ended on them. */
+  const head = (lane: Lane, connection: Connection, text: string): boolean => {
+    const fail = (why: string): false => {
+      end(lane, connection, new Error(`not an HTTP/1.1 answer: ${why}`))
+      return false
+    }
+    const status = /^HTTP\/1\.([01]) ([1-5]\d\d)(?: |$)/.exec(text)
+    if (status === null) return fail(`status line "${text.slice(0, 40).split('\r\n')[0]}"`)
+    if (connection.first >= connection.waiting.length) return fail('an answer to no request')
+    const code = Number(status[2])
+    // the three fields that frame the answer; the others are not read
+    const fields = text.toLowerCase()
+    const valuesOf = (name: string): string[] => {
+      const values: string[] = []
+      for (let at = fields.indexOf(`\r\n${name}:`); at >= 0; at = fields.indexOf(`\r\n${name}:`, at + 2)) {
+        const end = fields.indexOf('\r\n', at + 2)
+        values.push(fields.slice(at + name.length + 3, end < 0 ? fields.length : end).trim())
+      }
+      return values
+    }
+    let length = -1
+    for (const value of valuesOf('content-length')) {
+      if (!/^\d{1,15}$/.test(value) || (length >= 0 && Number(value) !== length)) return fail(`content-length "${value.slice(0, 40)}"`)
+      length = Number(value)
+    }
+    const chunked = valuesOf('transfer-encoding').join(',').split(',').at(-1)?.trim() === 'chunked'
+    const options = valuesOf('connection').join(',').split(',').map((option) => option.trim())
+    // HTTP/1.1 keeps the connection unless told not to; 1.0 closes it unless told to keep it
+    const close = options.includes('close') || (status[1] === '0' && !options.includes('keep-alive'))
+    // 1xx: an interim answer, the final one follows (101: this client asked for no upgrade)
+    if (code < 200) return code === 101 ? fail('101 to a POST') : true
+    connection.status = code
+    connection.keepAlive = !close
+    lane.closes = close
+    if (code === 204 || code === 304 || (!chunked && length === 0)) return whole(lane, connection)
+    if (chunked) connection.framing = 'chunk-size'
+    else if (length > 0) {
+      connection.framing = 'length'
+      connection.left = length
+    } else {
+      connection.framing = 'close'
+      connection.keepAlive = false
+    }
+    return true
   }
 
   const report = (): void => {
@@ -186,27 +368,20 @@ export function deliveryThread (
   }
 
   /** One POST (one event, or up to `batchSize` of one lane in order): its lane, its tries so far and the pause before the next. */
-  class Attempt implements Dispatcher.DispatchHandler {
-    status = 0
+  class Attempt {
     readonly seq = ++state.started
+    sentAt = 0
     constructor (readonly lane: Lane, readonly items: Item[], readonly body: string, readonly tries: number, readonly wait: number) {}
 
+    /** Writes the request at the end of this turn, with the others the lane starts in it. */
     post (): void {
-      cork(this.lane)
-      try {
-        clientOf(this.lane).dispatch({ path, method: 'POST', headers, body: this.body, idempotent, blocking }, this)
-      } catch (err) {
-        // the client is closed: the thread is stopping
-        queueMicrotask(() => this.settled(err instanceof Error ? err : new Error(String(err))))
-      }
+      const connection = connectionOf(this.lane)
+      this.sentAt = Date.now()
+      connection.waiting.push(this)
+      connection.timer ??= setTimeout(watch, settings.timeout, this.lane, connection)
+      if (connection.out === '') queueMicrotask(() => flush(connection))
+      connection.out += `${requestHead}${Buffer.byteLength(this.body)}\r\n\r\n${this.body}`
     }
-
-    // undici takes a handler of this (v7) form only when it has onRequestStart
-    onRequestStart (): void {}
-    onResponseStart (_controller: Dispatcher.DispatchController, status: number): void { this.status = status }
-    // settled after undici's callback returns: starting the lane's next request inside it upsets the client
-    onResponseEnd (): void { queueMicrotask(() => this.settled(this.status)) }
-    onResponseError (_controller: Dispatcher.DispatchController, error: Error): void { queueMicrotask(() => this.settled(error)) }
 
     settled (answer: number | Error): void {
       if (state.stopped) return
@@ -221,7 +396,7 @@ export function deliveryThread (
         port.postMessage({ type: 'up' })
       }
       if (typeof answer === 'number' && answer >= 200 && answer < 300) {
-        lane.window = pipelining
+        lane.window = lane.closes ? 1 : pipelining
         return done(lane, items, tries > 0, true)
       }
       const retryable = answer instanceof Error || answer >= 500
@@ -238,6 +413,12 @@ export function deliveryThread (
       }, this.wait)
       pauses.add(timer)
     }
+  }
+
+  const flush = (connection: Connection): void => {
+    const out = connection.out
+    connection.out = ''
+    if (!connection.ended) connection.socket.write(out)
   }
 
   /** A POST settled: its events off the shared count, counted, and the lane's next ones started. */
@@ -292,16 +473,18 @@ export function deliveryThread (
   port.on('message', (message) => {
     if (state.stopped || message.type !== 'events') return
     const { keys, sizes, bodies, messages, ends, payloads } = message
-    const { node, encoding } = settings
+    const { encoding } = settings
     const touched = new Set<Lane>()
     let m = 0
     for (let i = 0; i < keys.length; i++) {
       let body = bodies[i]
       if (body === '') {
-        const { from, username, topic, qos, retain, ts } = messages[m]
         const start = m === 0 ? 0 : ends[m - 1]
-        const payload = encodePayload(Buffer.from(payloads, start, ends[m++] - start), encoding)
-        body = JSON.stringify({ action: 'message_publish', node, from_client_id: from, from_username: username, topic, qos, retain, payload, ts })
+        const payload = encodePayload(Buffer.from(payloads, start, ends[m] - start), encoding)
+        // written field by field: a third cheaper than JSON.stringify of an object made for it
+        body = `{"action":"message_publish","node":${nodeJson},"from_client_id":${json(messages.from[m])},"from_username":${json(messages.username[m])},` +
+          `"topic":${json(messages.topic[m])},"qos":${messages.qos[m]},"retain":${messages.retain[m]},"payload":${json(payload)},"ts":${messages.ts[m]}}`
+        m++
       }
       const lane = laneOf(keys[i])
       lane.load++
@@ -316,12 +499,10 @@ export function deliveryThread (
     clearTimeout(state.report)
     for (const timer of pauses) clearTimeout(timer)
     pauses.clear()
-    const clients: Client[] = []
     placed.clear()
     for (const lane of lanes) {
       lane.items = []
-      if (lane.client !== undefined) clients.push(lane.client)
+      if (lane.connection !== undefined) end(lane, lane.connection, new Error('stopped'))
     }
-    await Promise.all(clients.map(async (client) => await client.destroy()))
   }
 }

@@ -6,43 +6,12 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { fakeContext, freePort, INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
+import { freePort, INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 import { waitFor } from '../../../test/helpers/cluster.js'
-import { Delivery, type DeliveryOptions, type Pending } from '../delivery.js'
-import { startEndpoint, type Endpoint } from './endpoint.js'
+import type { Pending } from '../delivery.js'
+import { delivery, startEndpoint, type Endpoint } from './endpoint.js'
 
 const ALARM = 'broker_web_hook_unavailable'
-
-interface Counts { sent: number, failed: number, dropped: number }
-
-function delivery (t: Test, url: string, options: Partial<DeliveryOptions> = {}): { delivery: Delivery, counts: Counts, ctx: ReturnType<typeof fakeContext> } {
-  const ctx = fakeContext('broker_web_hook', {})
-  const counts: Counts = { sent: 0, failed: 0, dropped: 0 }
-  const counter = (name: keyof Counts): { inc: (by?: number) => void } => ({ inc: (by = 1) => { counts[name] += by } })
-  const d = new Delivery({
-    url,
-    headers: {},
-    tls: { verify: true },
-    poolSize: 4,
-    pipelining: 8,
-    batchSize: 1,
-    batchTime: 5,
-    queueSize: 100,
-    queueBytes: 1024 * 1024,
-    timeout: 2000,
-    retryTimes: 2,
-    retryInterval: 20,
-    retryBackoff: 2,
-    counters: { sent: counter('sent'), failed: counter('failed'), dropped: counter('dropped') },
-    alarms: ctx.alarms,
-    logger: ctx.logger,
-    plugin: 'broker_web_hook',
-    thread: 'inline',
-    ...options
-  })
-  t.teardown(async () => await d.close())
-  return { delivery: d, counts, ctx }
-}
 
 const event = (key: string, n: number, size = 300): Pending => ({ key, size, body: () => JSON.stringify({ key, n }) })
 

@@ -1,12 +1,16 @@
 // A real HTTP (or HTTPS) endpoint for the tests: it records every POST
 // (path, headers, the JSON body) and answers as the test says: a status,
 // `hang` (held until released or closed), or `drop` (the connection closed
-// without an answer). `waitFor` resolves on the request that matches.
+// without an answer). `waitFor` resolves on the request that matches. And
+// `delivery`: a Delivery for the tests, its counters, closed at the end.
 import { once } from 'node:events'
 import { createServer as createHttp, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createHttps } from 'node:https'
 import type { Socket } from 'node:net'
 import type { TLSSocket } from 'node:tls'
+import type { Test } from 'tap'
+import { fakeContext } from '../../../lib/plugin-kit/testing.js'
+import { Delivery, type DeliveryOptions } from '../delivery.js'
 
 export interface Hit {
   method: string
@@ -134,3 +138,34 @@ export async function startEndpoint (options: EndpointOptions = {}): Promise<End
   }
 }
 
+export interface Counts { sent: number, failed: number, dropped: number }
+
+/** A Delivery as the plugin makes one (on this thread unless `thread` says otherwise), its counters, closed at the test's end. */
+export function delivery (t: Test, url: string, options: Partial<DeliveryOptions> = {}): { delivery: Delivery, counts: Counts, ctx: ReturnType<typeof fakeContext> } {
+  const ctx = fakeContext('broker_web_hook', {})
+  const counts: Counts = { sent: 0, failed: 0, dropped: 0 }
+  const counter = (name: keyof Counts): { inc: (by?: number) => void } => ({ inc: (by = 1) => { counts[name] += by } })
+  const d = new Delivery({
+    url,
+    headers: {},
+    tls: { verify: true },
+    poolSize: 4,
+    pipelining: 8,
+    batchSize: 1,
+    batchTime: 5,
+    queueSize: 100,
+    queueBytes: 1024 * 1024,
+    timeout: 2000,
+    retryTimes: 2,
+    retryInterval: 20,
+    retryBackoff: 2,
+    counters: { sent: counter('sent'), failed: counter('failed'), dropped: counter('dropped') },
+    alarms: ctx.alarms,
+    logger: ctx.logger,
+    plugin: 'broker_web_hook',
+    thread: 'inline',
+    ...options
+  })
+  t.teardown(async () => await d.close())
+  return { delivery: d, counts, ctx }
+}

@@ -31,7 +31,7 @@ t.test('defaults', async (t) => {
     'web.hook.encode_payload': 'none',
     'web.hook.ssl.verify': true,
     'web.hook.pool_size': 32,
-    'web.hook.request.pipelining': 16,
+    'web.hook.request.pipelining': 256,
     'web.hook.batch_size': 1,
     'web.hook.batch_time': 5,
     'web.hook.queue_size': 10000,
