@@ -204,8 +204,8 @@ export function deliveryThread (
     socket.on('error', (err) => end(lane, connection, err))
     socket.on('close', () => {
       // an answer delimited by the close is whole now
-      if (connection.framing === 'close' && !connection.ended) answered(connection)
-      end(lane, connection, new Error('the endpoint closed the connection'))
+      if (connection.framing === 'close' && !connection.ended) whole(lane, connection)
+      else end(lane, connection, new Error('the endpoint closed the connection'))
     })
     return connection
   }
@@ -354,6 +354,7 @@ export function deliveryThread (
     } else {
       connection.framing = 'close'
       connection.keepAlive = false
+      lane.closes = true
     }
     return true
   }

@@ -124,6 +124,21 @@ t.test('connection: close, HTTP/1.0 and a close-delimited body: the connection e
   t.notOk(ctx.raised.has(ALARM), 'an endpoint that closes its connections is not down')
 })
 
+t.test('a close-delimited answer on a pipelined connection: the requests after it go again, not counted as failures', async (t) => {
+  const e = await rawEndpoint(t, (_body, request) => request === 2
+    ? ['HTTP/1.1 200 OK\r\n\r\nthe body ends with the connection', END]
+    : ['HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n'])
+  const { delivery: d, counts, ctx } = delivery(t, e.url, { pipelining: 8, retryTimes: 0 })
+  d.offer(event('a', 0))
+  await waitFor(() => counts.sent === 1, 20_000, 'the first accepted')
+  for (let n = 1; n < 10; n++) d.offer(event('a', n))
+  await waitFor(() => counts.sent === 10, 20_000, 'all 10 accepted')
+  t.equal(counts.failed, 0, 'none given up (no retries allowed)')
+  t.same(e.bodies.map((body) => body.n), Array.from({ length: 10 }, (_, n) => n), 'each read once, in order')
+  t.equal(e.connections, 2, 'a second connection after the close')
+  t.notOk(ctx.raised.has(ALARM), 'no alarm')
+})
+
 t.test('an endpoint that closes the connection after every answer, pipelined to: the requests it did not read go again, not counted as failures', async (t) => {
   const e = await rawEndpoint(t, (_body, request) => request === 1
     ? ['HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n']
