@@ -23,7 +23,7 @@
 // not a library: a POST here is one request head written from a template and
 // one answer framed (status line, then content-length, chunked or
 // close-delimited bytes, skipped). It costs the thread 3.8–5.0 µs of CPU per POST
-// where undici's Client, pipelined and corked, cost 6.5 (bench/README.md,
+// where undici's Client, pipelined and corked, cost 6.5–9.0 (bench/README.md,
 // web hook section). What it leaves out, as an endpoint of this plugin does
 // not need it: redirects, compression, streamed bodies, HTTP/2.
 //
