@@ -32,7 +32,6 @@
 // there from its source text (Function.prototype.toString, see delivery.ts):
 // it must be self-contained, reaching nothing outside its parameters (type
 // imports are erased and fine).
-import type { Socket } from 'node:net'
 import type * as Net from 'node:net'
 import type * as Tls from 'node:tls'
 import type { PayloadEncoding } from './payload.js'
@@ -112,11 +111,12 @@ export function deliveryThread (
   encodePayload: (payload: Buffer, encoding: PayloadEncoding) => string
 ): () => Promise<void> {
   interface Item { key: string, size: number, body: string }
-  interface Lane {
-    items: Item[]
+  /** A queue taken from the front: `items` from `head` on */
+  interface Fifo<T> { items: T[], head: number }
+  /** The lane's events not started yet are its Fifo */
+  interface Lane extends Fifo<Item> {
     /** events placed here and not settled: waiting or under way */
     load: number
-    head: number
     /** POSTs started and not settled: under way or waiting for a retry */
     busy: number
     /** of those, the ones waiting for a retry or retried: while there are any, no new event starts */
@@ -131,20 +131,20 @@ export function deliveryThread (
   type Framing = 'head' | 'length' | 'chunk-size' | 'chunk' | 'chunk-end' | 'trailers' | 'close'
   /** One keep-alive connection: the requests written on it and not answered yet, in order, and the answer being read. */
   interface Connection {
-    socket: Socket
+    socket: Net.Socket
     /** requests of this turn, written together at its end */
     out: string
-    waiting: Attempt[]
-    first: number
+    /** requests written and not answered, oldest first */
+    unanswered: Fifo<Attempt>
     timer: NodeJS.Timeout | undefined
     ended: boolean
     /** bytes read and not framed yet */
     rest: Buffer | undefined
     framing: Framing
-    /** of the answer being read: its status, the bytes of its body (or chunk) left, whether the connection stays open after it */
+    /** of the answer being read (whether the connection stays open after it: `closes` of its lane) */
     status: number
+    /** the bytes of its body, or chunk, still to come */
     left: number
-    keepAlive: boolean
   }
   const url = new URL(settings.url)
   const secure = url.protocol === 'https:'
@@ -170,6 +170,34 @@ export function deliveryThread (
   const pauses = new Set<NodeJS.Timeout>()
   const json = (text: string | null): string => text === null ? 'null' : JSON.stringify(text)
   const nodeJson = JSON.stringify(settings.node)
+
+  /** The front of a queue, taken off it. */
+  const shift = <T>(fifo: Fifo<T>): T => {
+    const item = fifo.items[fifo.head]
+    fifo.items[fifo.head++] = undefined as unknown as T
+    // drop the consumed front once it is most of the array
+    if (fifo.head >= 1024 && fifo.head * 2 >= fifo.items.length) {
+      fifo.items = fifo.items.slice(fifo.head)
+      fifo.head = 0
+    }
+    return item
+  }
+
+  /** The values of a header field, in the lower-cased head of an answer. */
+  const valuesOf = (fields: string, name: string): string[] => {
+    const values: string[] = []
+    for (let at = fields.indexOf(`\r\n${name}:`); at >= 0; at = fields.indexOf(`\r\n${name}:`, at + 2)) {
+      const end = fields.indexOf('\r\n', at + 2)
+      values.push(fields.slice(at + name.length + 3, end < 0 ? fields.length : end).trim())
+    }
+    return values
+  }
+
+  /** An answer that is not one this client reads: the connection ends (its requests count as unanswered); false. */
+  const broken = (lane: Lane, connection: Connection, why: string): false => {
+    end(lane, connection, new Error(`not an HTTP/1.1 answer: ${why}`))
+    return false
+  }
 
   /** The lane of a client's next event: the one holding its events not settled, else the first with room and no retry pending, else the least loaded. */
   const laneOf = (key: string): Lane => {
@@ -198,7 +226,7 @@ export function deliveryThread (
       : sockets.net.connect({ host: hostname, port: portNumber })
     socket.setNoDelay(true)
     socket.setKeepAlive(true, 60_000)
-    const connection: Connection = { socket, out: '', waiting: [], first: 0, timer: undefined, ended: false, rest: undefined, framing: 'head', status: 0, left: 0, keepAlive: true }
+    const connection: Connection = { socket, out: '', unanswered: { items: [], head: 0 }, timer: undefined, ended: false, rest: undefined, framing: 'head', status: 0, left: 0 }
     lane.connection = connection
     socket.on('data', (data: Buffer) => read(lane, connection, data))
     socket.on('error', (err) => end(lane, connection, err))
@@ -217,16 +245,17 @@ export function deliveryThread (
     if (lane.connection === connection) lane.connection = undefined
     clearTimeout(connection.timer)
     connection.socket.destroy()
-    const unanswered = connection.waiting.slice(connection.first)
-    connection.waiting = []
-    for (const attempt of unanswered) attempt.settled(why)
+    const { items, head } = connection.unanswered
+    connection.unanswered = { items: [], head: 0 }
+    for (const attempt of items.slice(head)) attempt.settled(why)
   }
 
   /** Fails the connection when its oldest request has waited `timeout` ms for its whole answer. */
   const watch = (lane: Lane, connection: Connection): void => {
     connection.timer = undefined
-    if (connection.ended || connection.first >= connection.waiting.length) return
-    const waited = Date.now() - connection.waiting[connection.first].sentAt
+    const { items, head } = connection.unanswered
+    if (connection.ended || head >= items.length) return
+    const waited = Date.now() - items[head].sentAt
     if (waited >= settings.timeout) return end(lane, connection, new Error(`no whole answer within ${settings.timeout} ms`))
     connection.timer = setTimeout(watch, settings.timeout - waited, lane, connection)
   }
@@ -234,13 +263,7 @@ export function deliveryThread (
   /** The answer being read is whole: the oldest request on the connection has it. */
   const answered = (connection: Connection): void => {
     connection.framing = 'head'
-    const attempt = connection.waiting[connection.first]
-    connection.waiting[connection.first++] = undefined as unknown as Attempt
-    if (connection.first >= 1024 && connection.first * 2 >= connection.waiting.length) {
-      connection.waiting = connection.waiting.slice(connection.first)
-      connection.first = 0
-    }
-    attempt.settled(connection.status)
+    shift(connection.unanswered).settled(connection.status)
   }
 
   /**
@@ -251,12 +274,13 @@ export function deliveryThread (
    * while the endpoint keeps closing; false then.
    */
   const whole = (lane: Lane, connection: Connection): boolean => {
-    if (connection.keepAlive) {
+    if (!lane.closes) {
       answered(connection)
       return true
     }
     if (lane.connection === connection) lane.connection = undefined
-    const unread = connection.waiting.splice(connection.first + 1)
+    const { items, head } = connection.unanswered
+    const unread = items.splice(head + 1)
     for (const attempt of unread) attempt.post()
     answered(connection)
     end(lane, connection, new Error('the endpoint closed the connection'))
@@ -268,7 +292,7 @@ export function deliveryThread (
     const data = connection.rest === undefined ? bytes : Buffer.concat([connection.rest, bytes])
     connection.rest = undefined
     let at = 0
-    const fail = (why: string): void => end(lane, connection, new Error(`not an HTTP/1.1 answer: ${why}`))
+    const fail = (why: string): void => { broken(lane, connection, why) }
     while (at < data.length && !connection.ended) {
       const framing = connection.framing
       if (framing === 'length' || framing === 'chunk') {
@@ -281,13 +305,13 @@ export function deliveryThread (
         continue
       }
       if (framing === 'close') return
-      const lineEnd = framing === 'head' || framing === 'trailers' ? data.indexOf('\r\n\r\n', at, 'latin1') : data.indexOf('\r\n', at, 'latin1')
       if (framing === 'trailers' && data[at] === 0x0d && data[at + 1] === 0x0a) {
         // no trailer fields: the empty line alone
         at += 2
         whole(lane, connection)
         continue
       }
+      const lineEnd = framing === 'head' || framing === 'trailers' ? data.indexOf('\r\n\r\n', at, 'latin1') : data.indexOf('\r\n', at, 'latin1')
       if (lineEnd < 0) {
         if (data.length - at > MAX_HEAD) return fail('a head or line too long')
         break
@@ -306,7 +330,7 @@ export function deliveryThread (
       else if (!head(lane, connection, text)) return
     }
     if (at < data.length && !connection.ended) connection.rest = Buffer.from(data.subarray(at))
-    if (!connection.ended && connection.first >= connection.waiting.length) {
+    if (!connection.ended && connection.unanswered.head >= connection.unanswered.items.length) {
       clearTimeout(connection.timer)
       connection.timer = undefined
     }
@@ -314,37 +338,25 @@ export function deliveryThread (
 
   /** An answer's status line and headers: sets how its body is framed; false when the connection ended on them. */
   const head = (lane: Lane, connection: Connection, text: string): boolean => {
-    const fail = (why: string): false => {
-      end(lane, connection, new Error(`not an HTTP/1.1 answer: ${why}`))
-      return false
-    }
+    const fail = (why: string): false => broken(lane, connection, why)
     const status = /^HTTP\/1\.([01]) ([1-5]\d\d)(?: |$)/.exec(text)
     if (status === null) return fail(`status line "${text.slice(0, 40).split('\r\n')[0]}"`)
-    if (connection.first >= connection.waiting.length) return fail('an answer to no request')
+    if (connection.unanswered.head >= connection.unanswered.items.length) return fail('an answer to no request')
     const code = Number(status[2])
     // the three fields that frame the answer; the others are not read
     const fields = text.toLowerCase()
-    const valuesOf = (name: string): string[] => {
-      const values: string[] = []
-      for (let at = fields.indexOf(`\r\n${name}:`); at >= 0; at = fields.indexOf(`\r\n${name}:`, at + 2)) {
-        const end = fields.indexOf('\r\n', at + 2)
-        values.push(fields.slice(at + name.length + 3, end < 0 ? fields.length : end).trim())
-      }
-      return values
-    }
     let length = -1
-    for (const value of valuesOf('content-length')) {
+    for (const value of valuesOf(fields, 'content-length')) {
       if (!/^\d{1,15}$/.test(value) || (length >= 0 && Number(value) !== length)) return fail(`content-length "${value.slice(0, 40)}"`)
       length = Number(value)
     }
-    const chunked = valuesOf('transfer-encoding').join(',').split(',').at(-1)?.trim() === 'chunked'
-    const options = valuesOf('connection').join(',').split(',').map((option) => option.trim())
+    const chunked = valuesOf(fields, 'transfer-encoding').join(',').split(',').at(-1)?.trim() === 'chunked'
+    const options = valuesOf(fields, 'connection').join(',').split(',').map((option) => option.trim())
     // HTTP/1.1 keeps the connection unless told not to; 1.0 closes it unless told to keep it
     const close = options.includes('close') || (status[1] === '0' && !options.includes('keep-alive'))
     // 1xx: an interim answer, the final one follows (101: this client asked for no upgrade)
     if (code < 200) return code === 101 ? fail('101 to a POST') : true
     connection.status = code
-    connection.keepAlive = !close
     lane.closes = close
     if (code === 204 || code === 304 || (!chunked && length === 0)) return whole(lane, connection)
     if (chunked) connection.framing = 'chunk-size'
@@ -353,7 +365,6 @@ export function deliveryThread (
       connection.left = length
     } else {
       connection.framing = 'close'
-      connection.keepAlive = false
       lane.closes = true
     }
     return true
@@ -378,7 +389,7 @@ export function deliveryThread (
     post (): void {
       const connection = connectionOf(this.lane)
       this.sentAt = Date.now()
-      connection.waiting.push(this)
+      connection.unanswered.items.push(this)
       connection.timer ??= setTimeout(watch, settings.timeout, this.lane, connection)
       if (connection.out === '') queueMicrotask(() => flush(connection))
       connection.out += `${requestHead}${Buffer.byteLength(this.body)}\r\n\r\n${this.body}`
@@ -445,17 +456,6 @@ export function deliveryThread (
     start(lane)
   }
 
-  /** The lane's next waiting event, taken off its queue. */
-  const take = (lane: Lane): Item => {
-    const item = lane.items[lane.head]
-    lane.items[lane.head++] = undefined as unknown as Item
-    // drop the consumed front once it is most of the array
-    if (lane.head >= 1024 && lane.head * 2 >= lane.items.length) {
-      lane.items = lane.items.slice(lane.head)
-      lane.head = 0
-    }
-    return item
-  }
 
   /** Starts the lane's waiting events, as many POSTs as its connection may have under way, each with up to `batchSize` events. */
   const start = (lane: Lane): void => {
@@ -465,7 +465,7 @@ export function deliveryThread (
       lane.busy++
       // the events waiting now, no more than batchSize; one event's body is its object, a batch's an array
       const items: Item[] = []
-      while (items.length < batchSize && lane.head < lane.items.length) items.push(take(lane))
+      while (items.length < batchSize && lane.head < lane.items.length) items.push(shift(lane))
       const body = batchSize === 1 ? items[0].body : `[${items.map((item) => item.body).join(',')}]`
       new Attempt(lane, items, body, 0, settings.retryInterval).post()
     }
