@@ -20,15 +20,16 @@ import { eventHandlers } from '../plugins/broker_web_hook/events.js'
 import { eventsOf } from '../plugins/broker_web_hook/rules.js'
 import { DEFAULTS } from '../plugins/broker_web_hook/settings.js'
 import { envChoice, envNumber } from './env.js'
-import { cpuMs, freePort, killAllNow, Server } from './servers.js'
+import { cpuMs, freePort, killAllNow, Server, threadCpuMs } from './servers.js'
 import { endpointCount } from './web-hook.js'
 
 const CASES = ['feed', 'live', 'batch', 'down'] as const
 type Case = typeof CASES[number]
-interface Figures { mainUs: number, otherUs: number, endpointUs?: number, endpointUsPerEvent?: number, sent: number, dropped: number }
+interface Figures { mainUs: number, otherUs: number, threads: string, endpointUs?: number, endpointUsPerEvent?: number, sent: number, dropped: number }
 
-const CHUNK = 20
-const CHUNK_MS = 4
+/** events fed per chunk and ms between chunks (WEB_HOOK_CHUNK, WEB_HOOK_CHUNK_MS): 20 per 4 ms is 5 000/s; the bench's QoS 0 load is ~750 per 5 ms */
+const CHUNK = envNumber('WEB_HOOK_CHUNK', 20, { integer: true })
+const CHUNK_MS = envNumber('WEB_HOOK_CHUNK_MS', 4)
 const PAYLOAD = Buffer.alloc(16, 'x')
 
 function processCpuMs (): number {
@@ -61,7 +62,7 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       poolSize: DEFAULTS['web.hook.pool_size'],
       pipelining: DEFAULTS['web.hook.request.pipelining'],
       batchSize: kind === 'batch' ? envNumber('WEB_HOOK_BATCH', 100, { integer: true }) : DEFAULTS['web.hook.batch_size'],
-      batchTime: kind === 'batch' ? envNumber('WEB_HOOK_BATCH_TIME', 50) : DEFAULTS['web.hook.batch_time'],
+      batchTime: kind === 'batch' ? envNumber('WEB_HOOK_BATCH_TIME', 50) : envNumber('WEB_HOOK_LIVE_BATCH_TIME', DEFAULTS['web.hook.batch_time']),
       queueSize: DEFAULTS['web.hook.queue_size'],
       queueBytes: DEFAULTS['web.hook.queue_bytes'],
       timeout: DEFAULTS['web.hook.request.timeout'],
@@ -98,6 +99,7 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
     const endpointBefore = cpuMs(endpoint.pid)
     const mainBefore = cpuMs(process.pid, true)
     const allBefore = processCpuMs()
+    const threadsBefore = threadCpuMs(process.pid)
     const droppedBefore = counts.dropped
     await new Promise<void>((resolve) => {
       let n = 0
@@ -114,7 +116,11 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
     }
     const main = cpuMs(process.pid, true) - mainBefore
     const all = processCpuMs() - allBefore
-    const figures: Figures = { mainUs: main * 1000 / events, otherUs: (all - main) * 1000 / events, sent: counts.sent, dropped: counts.dropped - droppedBefore }
+    // the other threads by name and id, the busiest first: the delivery thread (a worker), then V8's GC helpers
+    const threads = [...threadCpuMs(process.pid)].filter(([name]) => !name.endsWith('(main)'))
+      .map(([name, ms]) => [name, (ms - (threadsBefore.get(name) ?? 0)) * 1000 / events] as const)
+      .filter(([, us]) => us >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, us]) => `${name} ${us.toFixed(2)}`).join(', ')
+    const figures: Figures = { mainUs: main * 1000 / events, otherUs: (all - main) * 1000 / events, threads, sent: counts.sent, dropped: counts.dropped - droppedBefore }
     if (live) {
       const endpointMs = cpuMs(endpoint.pid) - endpointBefore
       figures.endpointUs = endpointMs * 1000 / Math.max(1, await endpointCount(endpoint) - posted)
@@ -139,7 +145,7 @@ async function main (): Promise<void> {
       for (const kind of only) {
         const figures = await runCase(kind, events, endpoint)
         runs[kind].push(figures)
-        process.stderr.write(`${kind} round ${round}: main ${figures.mainUs.toFixed(2)} us/event, other threads ${figures.otherUs.toFixed(2)} us/event${figures.endpointUs === undefined ? '' : `, endpoint ${figures.endpointUs.toFixed(2)} us/post ${figures.endpointUsPerEvent?.toFixed(2) ?? '-'} us/event`}, sent ${figures.sent}, dropped ${figures.dropped}\n`)
+        process.stderr.write(`${kind} round ${round}: main ${figures.mainUs.toFixed(2)} us/event, other threads ${figures.otherUs.toFixed(2)} us/event (${figures.threads})${figures.endpointUs === undefined ? '' : `, endpoint ${figures.endpointUs.toFixed(2)} us/post ${figures.endpointUsPerEvent?.toFixed(2) ?? '-'} us/event`}, sent ${figures.sent}, dropped ${figures.dropped}\n`)
       }
     }
   } finally {

@@ -29,8 +29,9 @@ export function base62 (bytes: Uint8Array): string {
   return out
 }
 
-export function encodePayload (payload: Buffer, encoding: PayloadEncoding): string {
-  if (encoding === 'base64') return payload.toString('base64')
-  if (encoding === 'base62') return base62(payload)
-  return payload.toString('utf8')
+/** The payload in `bytes` from `start` to `end` (all of it by default) as the body writes it. */
+export function encodePayload (bytes: Buffer, encoding: PayloadEncoding, start = 0, end = bytes.length): string {
+  if (encoding === 'base64') return bytes.toString('base64', start, end)
+  if (encoding === 'base62') return base62(bytes.subarray(start, end))
+  return bytes.toString('utf8', start, end)
 }

@@ -108,7 +108,7 @@ export interface Sockets { net: typeof Net, tls: typeof Tls }
 /** Runs the delivery on `port`; answers a function that stops it (requests under way end, waiting events are forgotten). */
 export function deliveryThread (
   port: ThreadPort, settings: ThreadSettings, sockets: Sockets,
-  encodePayload: (payload: Buffer, encoding: PayloadEncoding) => string
+  encodePayload: (bytes: Buffer, encoding: PayloadEncoding, start: number, end: number) => string
 ): () => Promise<void> {
   interface Item { key: string, size: number, body: string }
   /** A queue taken from the front: `items` from `head` on */
@@ -129,11 +129,14 @@ export function deliveryThread (
   }
   /** The bytes of an answer still to come after its head. */
   type Framing = 'head' | 'length' | 'chunk-size' | 'chunk' | 'chunk-end' | 'trailers' | 'close'
+  /** What an answer's head says: its status, how its body is framed (`none`: it has none), whether the connection closes after it. */
+  interface Head { status: number, close: boolean, body: 'none' | 'length' | 'chunked' | 'close', length: number }
   /** One keep-alive connection: the requests written on it and not answered yet, in order, and the answer being read. */
   interface Connection {
     socket: Net.Socket
-    /** requests of this turn, written together at its end */
-    out: string
+    /** the requests of this turn, `outAt` bytes of `out`, written together at its end */
+    out: Buffer
+    outAt: number
     /** requests written and not answered, oldest first */
     unanswered: Fifo<Attempt>
     timer: NodeJS.Timeout | undefined
@@ -155,6 +158,8 @@ export function deliveryThread (
   let headText = `host: ${url.host}\r\n`
   for (const [name, value] of Object.entries(headers)) headText += `${name}: ${value}\r\n`
   const requestHead = `POST ${url.pathname}${url.search} HTTP/1.1\r\n${headText}content-length: `
+  /** what a connection's first turn has room for: it grows to what a turn writes */
+  const OUT_BYTES = 16 * 1024
   const { ca, cert, key, verify } = settings.tls
   const pipelining = settings.pipelining
   const batchSize = settings.batchSize
@@ -170,6 +175,8 @@ export function deliveryThread (
   const pauses = new Set<NodeJS.Timeout>()
   const json = (text: string | null): string => text === null ? 'null' : JSON.stringify(text)
   const nodeJson = JSON.stringify(settings.node)
+  /** the last answer head read in full, with what it says: an endpoint's answers are mostly the same bytes, read again without parsing */
+  let lastHead: { bytes: Buffer, head: Head } | undefined
 
   /** The front of a queue, taken off it. */
   const shift = <T>(fifo: Fifo<T>): T => {
@@ -226,7 +233,7 @@ export function deliveryThread (
       : sockets.net.connect({ host: hostname, port: portNumber })
     socket.setNoDelay(true)
     socket.setKeepAlive(true, 60_000)
-    const connection: Connection = { socket, out: '', unanswered: { items: [], head: 0 }, timer: undefined, ended: false, rest: undefined, framing: 'head', status: 0, left: 0 }
+    const connection: Connection = { socket, out: Buffer.allocUnsafeSlow(OUT_BYTES), outAt: 0, unanswered: { items: [], head: 0 }, timer: undefined, ended: false, rest: undefined, framing: 'head', status: 0, left: 0 }
     lane.connection = connection
     socket.on('data', (data: Buffer) => read(lane, connection, data))
     socket.on('error', (err) => end(lane, connection, err))
@@ -305,6 +312,12 @@ export function deliveryThread (
         continue
       }
       if (framing === 'close') return
+      const known = lastHead
+      if (framing === 'head' && known !== undefined && data.length - at >= known.bytes.length && data.compare(known.bytes, 0, known.bytes.length, at, at + known.bytes.length) === 0) {
+        at += known.bytes.length
+        if (!answer(lane, connection, known.head)) return
+        continue
+      }
       if (framing === 'trailers' && data[at] === 0x0d && data[at + 1] === 0x0a) {
         // no trailer fields: the empty line alone
         at += 2
@@ -317,6 +330,7 @@ export function deliveryThread (
         break
       }
       const text = data.toString('latin1', at, lineEnd)
+      const from = at
       at = lineEnd + (framing === 'head' || framing === 'trailers' ? 4 : 2)
       if (framing === 'chunk-end') {
         if (text !== '') return fail('no CRLF after a chunk')
@@ -327,7 +341,12 @@ export function deliveryThread (
         connection.left = parseInt(size[0], 16)
         connection.framing = connection.left === 0 ? 'trailers' : 'chunk'
       } else if (framing === 'trailers') whole(lane, connection)
-      else if (!head(lane, connection, text)) return
+      else {
+        const head = headOf(text)
+        if (typeof head === 'string') return fail(head)
+        lastHead = { bytes: Buffer.from(data.subarray(from, at)), head }
+        if (!answer(lane, connection, head)) return
+      }
     }
     if (at < data.length && !connection.ended) connection.rest = Buffer.from(data.subarray(at))
     if (!connection.ended && connection.unanswered.head >= connection.unanswered.items.length) {
@@ -336,37 +355,43 @@ export function deliveryThread (
     }
   }
 
-  /** An answer's status line and headers: sets how its body is framed; false when the connection ended on them. */
-  const head = (lane: Lane, connection: Connection, text: string): boolean => {
-    const fail = (why: string): false => broken(lane, connection, why)
+  /** What an answer's status line and headers say, or why they are not an answer this client reads. */
+  const headOf = (text: string): Head | string => {
     const status = /^HTTP\/1\.([01]) ([1-5]\d\d)(?: |$)/.exec(text)
-    if (status === null) return fail(`status line "${text.slice(0, 40).split('\r\n')[0]}"`)
-    if (connection.unanswered.head >= connection.unanswered.items.length) return fail('an answer to no request')
+    if (status === null) return `status line "${text.slice(0, 40).split('\r\n')[0]}"`
     const code = Number(status[2])
+    // 101: this client asked for no upgrade
+    if (code === 101) return '101 to a POST'
     // the three fields that frame the answer; the others are not read
     const fields = text.toLowerCase()
     let length = -1
     for (const value of valuesOf(fields, 'content-length')) {
-      if (!/^\d{1,15}$/.test(value) || (length >= 0 && Number(value) !== length)) return fail(`content-length "${value.slice(0, 40)}"`)
+      if (!/^\d{1,15}$/.test(value) || (length >= 0 && Number(value) !== length)) return `content-length "${value.slice(0, 40)}"`
       length = Number(value)
     }
     const chunked = valuesOf(fields, 'transfer-encoding').join(',').split(',').at(-1)?.trim() === 'chunked'
     const options = valuesOf(fields, 'connection').join(',').split(',').map((option) => option.trim())
     // HTTP/1.1 keeps the connection unless told not to; 1.0 closes it unless told to keep it
     const close = options.includes('close') || (status[1] === '0' && !options.includes('keep-alive'))
-    // 1xx: an interim answer, the final one follows (101: this client asked for no upgrade)
-    if (code < 200) return code === 101 ? fail('101 to a POST') : true
-    connection.status = code
-    lane.closes = close
-    if (code === 204 || code === 304 || (!chunked && length === 0)) return whole(lane, connection)
-    if (chunked) connection.framing = 'chunk-size'
-    else if (length > 0) {
+    if (code === 204 || code === 304 || (!chunked && length === 0)) return { status: code, close, body: 'none', length: 0 }
+    if (chunked) return { status: code, close, body: 'chunked', length: 0 }
+    if (length > 0) return { status: code, close, body: 'length', length }
+    return { status: code, close: true, body: 'close', length: 0 }
+  }
+
+  /** An answer's head read: sets how its body is framed; false when the connection ended on it. */
+  const answer = (lane: Lane, connection: Connection, head: Head): boolean => {
+    if (connection.unanswered.head >= connection.unanswered.items.length) return broken(lane, connection, 'an answer to no request')
+    // 1xx: an interim answer, the final one follows
+    if (head.status < 200) return true
+    connection.status = head.status
+    lane.closes = head.close
+    if (head.body === 'none') return whole(lane, connection)
+    if (head.body === 'chunked') connection.framing = 'chunk-size'
+    else if (head.body === 'length') {
       connection.framing = 'length'
-      connection.left = length
-    } else {
-      connection.framing = 'close'
-      lane.closes = true
-    }
+      connection.left = head.length
+    } else connection.framing = 'close'
     return true
   }
 
@@ -391,8 +416,8 @@ export function deliveryThread (
       this.sentAt = Date.now()
       connection.unanswered.items.push(this)
       connection.timer ??= setTimeout(watch, settings.timeout, this.lane, connection)
-      if (connection.out === '') queueMicrotask(() => flush(connection))
-      connection.out += `${requestHead}${Buffer.byteLength(this.body)}\r\n\r\n${this.body}`
+      if (connection.outAt === 0) queueMicrotask(() => flush(connection))
+      append(connection, this.body)
     }
 
     settled (answer: number | Error): void {
@@ -427,10 +452,33 @@ export function deliveryThread (
     }
   }
 
+  /** Adds a request to the bytes the connection writes at the end of this turn. */
+  const append = (connection: Connection, body: string): void => {
+    // a body in ASCII (the usual) has as many bytes as characters: its length is known before it is written
+    const text = `${requestHead}${body.length}\r\n\r\n${body}`
+    const out = room(connection, text.length * 3 + 3)
+    let written = out.write(text, connection.outAt)
+    if (written !== text.length) written = out.write(`${requestHead}${Buffer.byteLength(body)}\r\n\r\n${body}`, connection.outAt)
+    connection.outAt += written
+  }
+
+  /** The connection's buffer for this turn's requests, with room for `bytes` more. */
+  const room = (connection: Connection, bytes: number): Buffer => {
+    const { out, outAt } = connection
+    if (out.length - outAt >= bytes) return out
+    const bigger = Buffer.allocUnsafeSlow(Math.max(out.length * 2, outAt + bytes))
+    out.copy(bigger, 0, 0, outAt)
+    connection.out = bigger
+    return bigger
+  }
+
   const flush = (connection: Connection): void => {
-    const out = connection.out
-    connection.out = ''
-    if (!connection.ended) connection.socket.write(out)
+    const { out, outAt, socket } = connection
+    connection.outAt = 0
+    if (connection.ended) return
+    socket.write(out.subarray(0, outAt))
+    // the bytes are the socket's until written: the next turn writes in a new buffer unless they went out at once
+    if (secure || socket.writableLength > 0) connection.out = Buffer.allocUnsafeSlow(out.length)
   }
 
   /** A POST settled: its events off the shared count, counted, and the lane's next ones started. */
@@ -476,12 +524,12 @@ export function deliveryThread (
     const { keys, sizes, bodies, messages, ends, payloads } = message
     const { encoding } = settings
     const touched = new Set<Lane>()
+    const bytes = Buffer.from(payloads)
     let m = 0
     for (let i = 0; i < keys.length; i++) {
       let body = bodies[i]
       if (body === '') {
-        const start = m === 0 ? 0 : ends[m - 1]
-        const payload = encodePayload(Buffer.from(payloads, start, ends[m] - start), encoding)
+        const payload = encodePayload(bytes, encoding, m === 0 ? 0 : ends[m - 1], ends[m])
         // written field by field: a third cheaper than JSON.stringify of an object made for it
         body = `{"action":"message_publish","node":${nodeJson},"from_client_id":${json(messages.from[m])},"from_username":${json(messages.username[m])},` +
           `"topic":${json(messages.topic[m])},"qos":${messages.qos[m]},"retain":${messages.retain[m]},"payload":${json(payload)},"ts":${messages.ts[m]}}`
