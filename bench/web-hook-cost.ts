@@ -14,7 +14,7 @@
 // per POST. Run: node dist/bench/web-hook-cost.js [events] [rounds]
 // (`--cpu-prof` profiles the main thread; WEB_HOOK_INLINE=1 runs the
 // delivery on the main thread too, to profile it).
-import type { PublishMessage } from '../lib/plugin-kit/index.js'
+import type { ClientInfo, MessageInfo } from '../lib/plugin-kit/index.js'
 import { Delivery } from '../plugins/broker_web_hook/delivery.js'
 import { eventHandlers } from '../plugins/broker_web_hook/events.js'
 import { eventsOf } from '../plugins/broker_web_hook/rules.js'
@@ -37,15 +37,11 @@ function processCpuMs (): number {
   return (usage.user + usage.system) / 1000
 }
 
-const message = (n: number): PublishMessage => ({
-  topic: `bench/in/${n % 10}`,
-  payload: PAYLOAD,
-  qos: 1,
-  retain: false,
-  from: `bench-pub-${n % 10}`,
-  client: { clientId: `bench-pub-${n % 10}`, username: undefined, ipAddress: '127.0.0.1', protoVer: 4, mountpoint: '', zone: 'external' } as unknown as PublishMessage['client'],
-  authorize: () => true
-})
+/** A message as `message.accepted` sees it, with its publisher. */
+const message = (n: number): [MessageInfo, ClientInfo] => [
+  { topic: `bench/in/${n % 10}`, payload: PAYLOAD, qos: 1, retain: false, from: `bench-pub-${n % 10}` },
+  { clientId: `bench-pub-${n % 10}`, username: undefined, ipAddress: '127.0.0.1', protoVer: 4, mountpoint: '', zone: 'external' } as unknown as ClientInfo
+]
 
 async function runCase (kind: Case, events: number, endpoint: Server): Promise<Figures> {
   const counts = { sent: 0, failed: 0, dropped: 0 }
@@ -81,13 +77,15 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       node: 'bench@127.0.0.1',
       encoding: 'none',
       offer: (item) => delivery.offer(item),
+      publish: (size, message, username, ts) => delivery.publish(size, message, username, ts),
       room: () => delivery.room,
       drop: () => delivery.drop(),
       count: () => {},
       connection: () => undefined,
       username: () => undefined
     }, eventsOf([{ event: 'message.publish', action: 'on_message_publish' }]))
-  const publish = handlers?.['message.publish'] ?? (() => undefined)
+  const accepted = handlers?.['message.accepted'] ?? (() => undefined)
+  const publish = ([m, client]: [MessageInfo, ClientInfo]): void => accepted(m, client)
   const messages = Array.from({ length: 1000 }, (_, n) => message(n))
   try {
     if (kind === 'down') {

@@ -18,7 +18,7 @@ const A = 'broker_fixture_a'
 const B = 'broker_fixture_b'
 const BROKEN = 'broker_fixture_broken'
 const HOOKS: HookName[] = ['client.authenticate', 'client.check_acl', 'client.connected', 'client.disconnected',
-  'session.subscribed', 'session.unsubscribed', 'message.publish', 'message.delivered', 'message.acked', 'message.dropped']
+  'session.subscribed', 'session.unsubscribed', 'message.publish', 'message.accepted', 'message.delivered', 'message.acked', 'message.dropped']
 
 type Settings = Record<string, string>
 
@@ -245,6 +245,7 @@ t.test('notification hooks see a real client session', async (t) => {
   t.match(published, { ...message, client: pubInfo }, 'message.publish names the publishing client')
   t.equal(typeof published.authorize, 'function', '…and can ask its ACL about another topic')
   t.equal(callsOf('message.publish').length, 1)
+  t.same(callsOf('message.accepted'), [[message, pubInfo]], 'message.accepted: the message its ACL let in, and its publisher')
   t.same(callsOf('message.delivered'), [[subInfo, message]])
   t.same(callsOf('message.acked'), [[subInfo, message]])
 

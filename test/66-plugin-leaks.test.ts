@@ -44,6 +44,7 @@ const HOOKS = Object.keys({
   'session.subscribed': 1,
   'session.unsubscribed': 1,
   'message.publish': 1,
+  'message.accepted': 1,
   'message.delivered': 1,
   'message.acked': 1,
   'message.dropped': 1

@@ -97,6 +97,9 @@ t.test('message.publish: rewrite, payload change, stops with their reason codes,
 
   const { body } = await node.http('GET', `/nodes/${node.node.name}/metrics`) as { body: Record<string, number> }
   t.ok(body['messages/dropped'] >= 3, 'the refusals (0x97, 0x87 twice, v3 0x97) count as dropped')
+  t.same((node.node.plugins.api(PLUGIN) as FoldCalls).accepted, [
+    ['to/a/b', 'moved', 'pub'], ['upper/x', 'SHOUT', 'pub'], ['wild/x', 'w', 'pub'], ['sys/x', 's', 'pub'], ['throw/x', 't', 'pub'], ['to/v3', 'three', 'pub3']
+  ], 'message.accepted: each message let in, as the folds made it, with its publisher; none stopped or refused by the ACL')
 })
 
 t.test('the node\'s own publishes (API) go through message.publish', async (t) => {
@@ -111,6 +114,7 @@ t.test('the node\'s own publishes (API) go through message.publish', async (t) =
   const refused = await node.http('POST', '/mqtt/publish', { topic: 'refuse/api', payload: 'api' })
   t.match(refused, { status: 400, body: { message: /fixture quota.*0x97/ } }, 'a refusal is an error that says why')
   t.ok(await noMessageWithin(sub, 300))
+  t.same((node.node.plugins.api(PLUGIN) as FoldCalls).accepted, [['to/api', 'api', undefined]], 'message.accepted: the one let in, with no publisher')
 })
 
 t.test('client.subscribe and client.unsubscribe change or refuse filters', async (t) => {

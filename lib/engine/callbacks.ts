@@ -143,15 +143,19 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
 
   function checkPublish (state: ClientState, packet: PublishPacket, done: (err?: Error | null) => void): void {
     const allowed = access.check(state, 'publish', packet.topic)
-    if (allowed === true) {
-      packet.topic = mountFilter(state.info.mountpoint, packet.topic)
-      return done(null)
-    }
+    if (allowed === true) return accepted(state, packet, done)
     if (allowed === false) return done(NOT_AUTHORIZED)
-    allowed.then((allow) => {
-      if (allow) packet.topic = mountFilter(state.info.mountpoint, packet.topic)
-      done(allow ? null : NOT_AUTHORIZED)
-    }, () => done(NOT_AUTHORIZED))
+    allowed.then((allow) => allow ? accepted(state, packet, done) : done(NOT_AUTHORIZED), () => done(NOT_AUTHORIZED))
+  }
+
+  /** A message its publisher may publish: `message.accepted` sees it as published, then it goes on under the mountpoint. */
+  function accepted (state: ClientState, packet: PublishPacket, done: (err?: Error | null) => void): void {
+    if (hooks.has('message.accepted')) {
+      const { topic, payload, qos, retain } = packet
+      hooks.notify('message.accepted', { topic, payload: Buffer.isBuffer(payload) ? payload : Buffer.from(payload), qos, retain, from: state.info.clientId }, state.info)
+    }
+    packet.topic = mountFilter(state.info.mountpoint, packet.topic)
+    done(null)
   }
 
   function checkSubscribe (state: ClientState, sub: Subscription, done: (err: Error | null, sub: Subscription | null) => void): void {

@@ -157,6 +157,11 @@ export interface HookHandlers {
   'session.unsubscribed': (client: ClientInfo, topic: string) => void
   /** fold, for each message on its way in except the node's own `$SYS/` ones, before the ACL */
   'message.publish': (message: PublishMessage) => PublishAnswer | Promise<PublishAnswer>
+  /**
+   * a message taken in: after `message.publish` and the ACL, before it is routed (EMQ X's `message.publish` as its
+   * web hook sees it); `client` is its publisher (a will's owner), none for the node's own; not the `$SYS/` notices
+   */
+  'message.accepted': (message: MessageInfo, client?: ClientInfo) => void
   'message.delivered': (client: ClientInfo, message: MessageInfo) => void
   'message.acked': (client: ClientInfo, message: MessageInfo) => void
   'message.dropped': (message: MessageInfo, reason: string, client?: ClientInfo) => void

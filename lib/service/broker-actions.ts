@@ -39,6 +39,7 @@ export async function publishAsNode (engine: Aedes, hooks: HookRegistry, request
     }
     ({ topic, payload, retain } = result)
   }
+  if (hooks.has('message.accepted') && !topic.startsWith('$SYS/')) hooks.notify('message.accepted', { topic, payload, qos, retain })
   const packet: PublishPacket = { cmd: 'publish', topic, payload, qos, retain, dup: false }
   if (properties !== undefined) packet.properties = { ...properties }
   noteTopicRewrite(packet, request.topic, topic)

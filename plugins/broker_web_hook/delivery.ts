@@ -1,9 +1,9 @@
 // The node's side of the delivery: the bounded queue and the delivery thread.
 // A hook handler offers an event: if the events waiting or under way (a count
-// and their bytes, shared with the thread) leave room, it joins this turn's
-// batch, else it is dropped (`webhook/dropped`). Every few ms the batch
-// goes to the delivery thread (message.publish as its fields, whose body the
-// thread writes; other events' JSON bodies written here)
+// and their bytes, shared with the thread, and this batch's) leave room, it is
+// written into this batch (handover.ts: a message.publish as its fields, whose
+// body the thread writes; another event as its JSON body), else it is dropped
+// (`webhook/dropped`). Every few ms the batch goes to the delivery thread
 // (thread.ts) in one message; the thread posts them and reports what
 // settled (`webhook/sent`, `webhook/failed`) and when the endpoint stops or
 // starts answering (the alarm `broker_web_hook_unavailable`). Nothing here
@@ -13,17 +13,18 @@ import * as net from 'node:net'
 import * as tls from 'node:tls'
 import type { Logger, PluginContext } from '../../lib/plugin-kit/index.js'
 import { base62, encodePayload, type PayloadEncoding } from './payload.js'
-import { deliveryThread, type FromThread, type PublishColumns, type PublishFields, type ThreadSettings, type ToThread } from './thread.js'
+import type { MessageInfo } from '../../lib/plugin-kit/index.js'
+import { Batch, readBatch } from './handover.js'
+import { deliveryThread, type FromThread, type ThreadSettings, type ToThread } from './thread.js'
 
-export type { PublishFields } from './thread.js'
-
-/** An event to post: a message.publish by its fields (the delivery thread writes its body), any other by its body, written when its batch goes to the thread. */
-export type Pending = {
+/** An event to post other than message.publish (whose fields go over, see `publish`): its JSON body. */
+export interface Pending {
   /** the client id the event is about: events of one client are posted in order */
   key: string
   /** what it holds while it waits (payload, topic, ids), in bytes */
   size: number
-} & ({ body: () => string, publish?: undefined } | { publish: PublishFields, body?: undefined })
+  body: () => string
+}
 
 export interface Counter { inc: (by?: number) => void }
 
@@ -54,7 +55,7 @@ const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const sockets = { net: require('node:net'), tls: require('node:tls') }
 ${base62.toString()}
-;(${deliveryThread.toString()})(parentPort, workerData.settings, sockets, ${encodePayload.toString()})
+;(${deliveryThread.toString()})(parentPort, workerData.settings, sockets, ${encodePayload.toString()}, ${readBatch.toString()})
 `
 
 interface Thread { send: (message: ToThread) => void, stop: () => Promise<void> }
@@ -67,7 +68,8 @@ export class Delivery {
   #thread: Thread | undefined
   #restart: NodeJS.Timeout | undefined
   #closed = false
-  #pending: Pending[] = []
+  /** the events since the last message to the thread */
+  #batch = new Batch()
   #flush: NodeJS.Timeout | undefined
   /** drops and events given up not logged yet, and when each was last logged (one warning per LOG_EVERY_MS at most) */
   readonly #unlogged = { dropped: 0, failed: 0, failedAt: -Infinity }
@@ -84,17 +86,17 @@ export class Delivery {
 
   /** Events waiting or under way. */
   get queued (): number {
-    return Atomics.load(this.#shared, 0)
+    return Atomics.load(this.#shared, 0) + this.#batch.events
   }
 
   /** Their bytes. */
   get queuedBytes (): number {
-    return Atomics.load(this.#shared, 1)
+    return Atomics.load(this.#shared, 1) + this.#batch.size
   }
 
   /** Whether the queue has room for one more event (of any size but too large a one). */
   get room (): boolean {
-    return !this.#closed && Atomics.load(this.#shared, 0) < this.#options.queueSize
+    return !this.#closed && this.queued < this.#options.queueSize
   }
 
   /** Counts an event dropped for want of room (the path of every event while the endpoint is down: no clock read). */
@@ -109,12 +111,37 @@ export class Delivery {
 
   /** Takes an event to post, or drops it (counted) when the queue is full. Never waits. */
   offer (item: Pending): void {
-    if (this.#closed) return
+    if (!this.#fits(item.size)) return
+    let body: string
+    try {
+      body = item.body()
+    } catch (err) {
+      this.#options.logger.error({ err }, 'web hook event could not be written as JSON')
+      this.#options.counters.failed.inc()
+      return
+    }
+    this.#batch.body(item.key, item.size, body)
+    this.#taken()
+  }
+
+  /** Takes a message.publish to post (its fields: the delivery thread writes the body), or drops it. Never waits. */
+  publish (size: number, message: MessageInfo, username: string | null, ts: number): void {
+    if (!this.#fits(size)) return
+    this.#batch.publish(size, message, username, ts)
+    this.#taken()
+  }
+
+  /** Whether an event of `size` bytes may join the queue; one that may not is dropped (counted). */
+  #fits (size: number): boolean {
+    if (this.#closed) return false
     const shared = this.#shared
-    if (Atomics.load(shared, 0) >= this.#options.queueSize || Atomics.load(shared, 1) + item.size > this.#options.queueBytes) return this.drop()
-    Atomics.add(shared, 0, 1)
-    Atomics.add(shared, 1, item.size)
-    this.#pending.push(item)
+    const batch = this.#batch
+    if (Atomics.load(shared, 0) + batch.events < this.#options.queueSize && Atomics.load(shared, 1) + batch.size + size <= this.#options.queueBytes) return true
+    this.drop()
+    return false
+  }
+
+  #taken (): void {
     // each message to the thread wakes it, and each lane it reaches writes to its connection: one batch per
     // batch_time keeps that a small part of the work at any rate of events
     this.#flush ??= setTimeout(() => this.#send(), this.#options.batchTime)
@@ -133,64 +160,18 @@ export class Delivery {
     await this.#thread?.stop()
   }
 
-  /**
-   * Hands the batch to the thread in one message: the bodies of the events
-   * other than message.publish written here; a message.publish as its fields,
-   * the payloads copied once into one buffer that is transferred, not cloned.
-   */
+  /** Hands the batch to the thread in one message, its buffer transferred, not copied; its events join the shared count. */
   #send (): void {
     this.#flush = undefined
-    const pending = this.#pending
-    this.#pending = []
-    const keys: string[] = []
-    const sizes: number[] = []
-    const bodies: string[] = []
-    const messages: PublishColumns = { from: [], username: [], topic: [], qos: [], retain: [], ts: [] }
-    const payloads: Buffer[] = []
-    let bytes = 0
-    for (const item of pending) {
-      let body = ''
-      if (item.publish === undefined) {
-        try {
-          body = item.body()
-        } catch (err) {
-          this.#options.logger.error({ err }, 'web hook event could not be written as JSON')
-          this.#lose(item.size)
-          continue
-        }
-      } else {
-        const { payload, from, username, topic, qos, retain, ts } = item.publish
-        messages.from.push(from)
-        messages.username.push(username)
-        messages.topic.push(topic)
-        messages.qos.push(qos)
-        messages.retain.push(retain)
-        messages.ts.push(ts)
-        payloads.push(payload)
-        bytes += payload.length
-      }
-      keys.push(item.key)
-      sizes.push(item.size)
-      bodies.push(body)
+    const { bytes, length, events, size } = this.#batch.take()
+    if (this.#thread === undefined) {
+      // between a thread that died and the next
+      this.#options.counters.failed.inc(events)
+      return
     }
-    // not Buffer.concat: its buffer may be the pool's, which a transfer would take from this thread
-    const joined = Buffer.from(new ArrayBuffer(bytes))
-    let at = 0
-    const ends: number[] = []
-    for (const payload of payloads) {
-      joined.set(payload, at)
-      ends.push(at += payload.length)
-    }
-    const message: ToThread = { type: 'events', keys, sizes, bodies, messages, ends, payloads: joined.buffer }
-    if (this.#thread !== undefined) this.#thread.send(message)
-    else for (const size of sizes) this.#lose(size)
-  }
-
-  /** An event the thread will never see: given up, and taken off the shared count. */
-  #lose (size: number): void {
-    this.#options.counters.failed.inc()
-    Atomics.sub(this.#shared, 0, 1)
-    Atomics.sub(this.#shared, 1, size)
+    Atomics.add(this.#shared, 0, events)
+    Atomics.add(this.#shared, 1, size)
+    this.#thread.send({ type: 'events', bytes, length })
   }
 
   #receive (message: FromThread): void {
@@ -227,10 +208,10 @@ export class Delivery {
   #start (): Thread {
     if (this.#options.thread === 'inline') {
       const { port1, port2 } = new MessageChannel()
-      const stopThread = deliveryThread(port2, this.#settings(), { net, tls }, encodePayload)
+      const stopThread = deliveryThread(port2, this.#settings(), { net, tls }, encodePayload, readBatch)
       port1.on('message', (message: FromThread) => this.#receive(message))
       return {
-        send: (message) => port1.postMessage(message, [message.payloads]),
+        send: (message) => port1.postMessage(message, [message.bytes]),
         stop: async () => {
           await stopThread()
           port1.close()
@@ -248,7 +229,8 @@ export class Delivery {
     const died = (why: string): void => {
       if (stopping || this.#closed) return
       stopping = true
-      const lost = this.queued
+      // the events given to the thread (this batch's go to the next)
+      const lost = Atomics.load(this.#shared, 0)
       this.#options.logger.error({ why, lost }, `web hook delivery thread stopped; another starts in ${RESTART_MS}ms`)
       this.#options.counters.failed.inc(lost)
       Atomics.store(this.#shared, 0, 0)
@@ -260,7 +242,7 @@ export class Delivery {
     worker.on('error', (err) => died(err.message))
     worker.on('exit', (code) => died(`exit code ${code}`))
     return {
-      send: (message) => worker.postMessage(message, [message.payloads]),
+      send: (message) => worker.postMessage(message, [message.bytes]),
       stop: async () => {
         stopping = true
         await worker.terminate()

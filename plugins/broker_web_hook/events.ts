@@ -1,9 +1,11 @@
 // The hook handlers: each one checks its rules' topic test, counts the event
-// and queues it with what its body needs; the JSON body (EMQ X's fields, per
-// event) is written later, when the event is sent. A handler never waits and
-// never changes what it sees: the folds (message.publish, client.subscribe,
-// client.unsubscribe) answer undefined, "go on unchanged".
-import type { ClientInfo, ConnectInfo, HookHandlers, MessageInfo, PublishMessage } from '../../lib/plugin-kit/index.js'
+// and queues it with its JSON body (EMQ X's fields, per event), or, for a
+// message.publish, its fields (the delivery thread writes the body). A
+// handler never waits and never changes what it sees: the folds
+// (client.subscribe, client.unsubscribe) answer undefined, "go on unchanged".
+// The rules' message.publish is the hook `message.accepted`: as in EMQ X, a
+// message its publisher may publish, after the folds that may change it.
+import type { ClientInfo, ConnectInfo, HookHandlers, HookName, MessageInfo } from '../../lib/plugin-kit/index.js'
 import { encodePayload, type PayloadEncoding } from './payload.js'
 import type { Pending } from './delivery.js'
 import type { EventName, TopicTest } from './rules.js'
@@ -16,6 +18,8 @@ export interface EventSink {
   node: string
   encoding: PayloadEncoding
   offer: (item: Pending) => void
+  /** a message.publish by its fields, `size` bytes while it waits (the delivery thread writes its body); ts in ms */
+  publish: (size: number, message: MessageInfo, username: string | null, ts: number) => void
   /** false when the queue is full: the event is dropped before anything is made for it */
   room: () => boolean
   /** counts an event dropped for want of room */
@@ -28,8 +32,11 @@ export interface EventSink {
   username: (clientId: string) => string | undefined
 }
 
-/** A handler of each event a rule names (the folds answer undefined: unchanged). */
-export type EventHandlers = { [E in EventName]?: HookHandlers[E] }
+/** A handler on the hook of each event a rule names (the folds answer undefined: unchanged). */
+export type EventHandlers = { [H in HookName]?: HookHandlers[H] }
+
+/** The hook of an event: its own but for message.publish, whose handler is the message.accepted notification. */
+type HookOf<E extends EventName> = E extends 'message.publish' ? 'message.accepted' : E
 
 /** Bytes an event holds beside its strings and payload (the closure, the body's constant part). */
 const OVERHEAD = 256
@@ -72,8 +79,10 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
     })
   }
   const connecting = (c: ConnectInfo): object => ({ ...client(c), ipaddress: c.ipAddress, keepalive: c.keepalive, proto_ver: c.protoVer })
-  const add = <E extends EventName>(event: E, handler: HookHandlers[E]): void => {
-    if (events.has(event)) handlers[event] = handler
+  const add = <E extends EventName>(event: E, handler: HookHandlers[HookOf<E>]): void => {
+    if (!events.has(event)) return
+    const hook = (event === 'message.publish' ? 'message.accepted' : event) as HookOf<E>
+    ;(handlers as Record<string, unknown>)[hook] = handler
   }
   const test = (event: EventName): TopicTest => events.get(event) ?? (() => false)
 
@@ -112,30 +121,13 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
     ({ action: 'session_terminated', node, ...client(c), reason })))
 
   const publishTest = test('message.publish')
-  // as in EMQ X, only a message the publisher may publish is posted: the ACL's answer (cached) is asked here,
-  // where the fold runs before the node's own check
-  add('message.publish', (m: PublishMessage) => {
+  // the hot path (every message): its fields only, the delivery thread writes the body
+  add('message.publish', (m: MessageInfo, publisher?: ClientInfo) => {
     const { from, topic } = m
-    if (isSys(topic) || !publishTest(topic) || full('message.publish')) return undefined
-    // the hot path (every message): its fields only, the delivery thread writes the body
-    const key = from ?? ''
-    const item: Pending = {
-      key,
-      size: sizeOf({ clientId: key }, topic, m.payload),
-      publish: {
-        from: from ?? null,
-        username: name(m.client !== undefined || from === undefined ? m.client?.username : sink.username(from)),
-        topic,
-        qos: m.qos,
-        retain: m.retain,
-        payload: m.payload,
-        ts: Date.now()
-      }
-    }
-    const allowed = m.authorize(topic)
-    if (allowed === true) return post('message.publish', item)
-    if (allowed !== false) allowed.then((ok) => { if (ok) post('message.publish', item) }, () => {})
-    return undefined
+    if (isSys(topic) || !publishTest(topic) || full('message.publish')) return
+    sink.count('message.publish')
+    const username = name(publisher !== undefined || from === undefined ? publisher?.username : sink.username(from))
+    sink.publish(sizeOf({ clientId: from ?? '' }, topic, m.payload), m, username, Date.now())
   })
 
   const delivered = (event: 'message.delivered' | 'message.acked', action: string): void => {

@@ -35,36 +35,12 @@
 import type * as Net from 'node:net'
 import type * as Tls from 'node:tls'
 import type { PayloadEncoding } from './payload.js'
-
-/** A message.publish event as the node hands it over: the thread writes its JSON body. */
-export interface PublishFields {
-  from: string | null
-  username: string | null
-  topic: string
-  qos: number
-  retain: boolean
-  payload: Buffer
-  /** ms */
-  ts: number
-}
+import type { readBatch as ReadBatch } from './handover.js'
 
 /** What the node sends the thread. */
 export type ToThread =
-  /**
-   * events to post: the same index in `keys`, `sizes`, `bodies` is one event; an empty body is the
-   * next of `messages` (message.publish), its payload in `payloads` up to the next of `ends`
-   */
-  | { type: 'events', keys: string[], sizes: number[], bodies: string[], messages: PublishColumns, ends: number[], payloads: ArrayBuffer }
-
-/** The message.publish events of a batch, field by field (arrays of strings and numbers cost less to pass between threads than objects). */
-export interface PublishColumns {
-  from: Array<string | null>
-  username: Array<string | null>
-  topic: string[]
-  qos: number[]
-  retain: boolean[]
-  ts: number[]
-}
+  /** events to post: `length` bytes of `bytes` written by handover.ts's Batch (transferred) */
+  | { type: 'events', bytes: ArrayBuffer, length: number }
 
 /** What the thread tells the node. */
 export type FromThread =
@@ -105,10 +81,15 @@ export interface ThreadPort {
 /** The modules the thread opens its connections with (a worker requires them itself). */
 export interface Sockets { net: typeof Net, tls: typeof Tls }
 
-/** Runs the delivery on `port`; answers a function that stops it (requests under way end, waiting events are forgotten). */
+/**
+ * Runs the delivery on `port`; answers a function that stops it (requests under way end, waiting events are forgotten).
+ * Bodies and requests are binary strings here, one character a byte (UTF-8 read as latin1): their length is their
+ * length on the wire, and they are written with no encoding.
+ */
 export function deliveryThread (
   port: ThreadPort, settings: ThreadSettings, sockets: Sockets,
-  encodePayload: (bytes: Buffer, encoding: PayloadEncoding, start: number, end: number) => string
+  encodePayload: (bytes: Buffer, encoding: PayloadEncoding, start: number, end: number) => string,
+  readBatch: typeof ReadBatch
 ): () => Promise<void> {
   interface Item { key: string, size: number, body: string }
   /** A queue taken from the front: `items` from `head` on */
@@ -157,7 +138,9 @@ export function deliveryThread (
   for (const [name, value] of Object.entries(settings.headers)) headers[name.toLowerCase()] = value
   let headText = `host: ${url.host}\r\n`
   for (const [name, value] of Object.entries(headers)) headText += `${name}: ${value}\r\n`
-  const requestHead = `POST ${url.pathname}${url.search} HTTP/1.1\r\n${headText}content-length: `
+  /** a string's UTF-8 bytes as a binary string */
+  const binary = (text: string): string => Buffer.from(text, 'utf8').toString('latin1')
+  const requestHead = binary(`POST ${url.pathname}${url.search} HTTP/1.1\r\n${headText}content-length: `)
   /** what a connection's first turn has room for: it grows to what a turn writes */
   const OUT_BYTES = 16 * 1024
   const { ca, cert, key, verify } = settings.tls
@@ -173,8 +156,9 @@ export function deliveryThread (
   const shared = settings.shared
   const state = { stopped: false, started: 0, outageSince: -1, sent: 0, failed: 0, why: undefined as string | undefined, report: undefined as NodeJS.Timeout | undefined }
   const pauses = new Set<NodeJS.Timeout>()
-  const json = (text: string | null): string => text === null ? 'null' : JSON.stringify(text)
-  const nodeJson = JSON.stringify(settings.node)
+  const nodeJson = binary(JSON.stringify(settings.node))
+  /** a payload in latin1 with a character JSON escapes or past ASCII: it goes through UTF-8 text and JSON.stringify */
+  const NOT_PLAIN = /[^\x20\x21\x23-\x5b\x5d-\x7e]/
   /** the last answer head read in full, with what it says: an endpoint's answers are mostly the same bytes, read again without parsing */
   let lastHead: { bytes: Buffer, head: Head } | undefined
 
@@ -454,12 +438,8 @@ export function deliveryThread (
 
   /** Adds a request to the bytes the connection writes at the end of this turn. */
   const append = (connection: Connection, body: string): void => {
-    // a body in ASCII (the usual) has as many bytes as characters: its length is known before it is written
     const text = `${requestHead}${body.length}\r\n\r\n${body}`
-    const out = room(connection, text.length * 3 + 3)
-    let written = out.write(text, connection.outAt)
-    if (written !== text.length) written = out.write(`${requestHead}${Buffer.byteLength(body)}\r\n\r\n${body}`, connection.outAt)
-    connection.outAt += written
+    connection.outAt += room(connection, text.length).write(text, connection.outAt, 'latin1')
   }
 
   /** The connection's buffer for this turn's requests, with room for `bytes` more. */
@@ -519,27 +499,35 @@ export function deliveryThread (
     }
   }
 
+  /** A message's payload as the JSON text of its body (a binary string). */
+  const payloadJson = (bytes: Buffer, start: number, end: number): string => {
+    const { encoding } = settings
+    // base64 and base62 are ASCII
+    if (encoding !== 'none') return `"${encodePayload(bytes, encoding, start, end)}"`
+    const text = bytes.toString('latin1', start, end)
+    return NOT_PLAIN.test(text) ? binary(JSON.stringify(bytes.toString('utf8', start, end))) : `"${text}"`
+  }
+
+  /** Puts an event on its client's lane. */
+  const place = (touched: Set<Lane>, key: string, size: number, body: string): void => {
+    const lane = laneOf(key)
+    lane.load++
+    lane.items.push({ key, size, body })
+    touched.add(lane)
+  }
+
   port.on('message', (message) => {
     if (state.stopped || message.type !== 'events') return
-    const { keys, sizes, bodies, messages, ends, payloads } = message
-    const { encoding } = settings
+    const bytes = Buffer.from(message.bytes, 0, message.length)
     const touched = new Set<Lane>()
-    const bytes = Buffer.from(payloads)
-    let m = 0
-    for (let i = 0; i < keys.length; i++) {
-      let body = bodies[i]
-      if (body === '') {
-        const payload = encodePayload(bytes, encoding, m === 0 ? 0 : ends[m - 1], ends[m])
+    readBatch(bytes, message.length, {
+      body: (key, size, body) => place(touched, key, size, body),
+      publish: (key, size, username, topic, qos, retain, ts, payloadStart, payloadEnd) => {
         // written field by field: a third cheaper than JSON.stringify of an object made for it
-        body = `{"action":"message_publish","node":${nodeJson},"from_client_id":${json(messages.from[m])},"from_username":${json(messages.username[m])},` +
-          `"topic":${json(messages.topic[m])},"qos":${messages.qos[m]},"retain":${messages.retain[m]},"payload":${json(payload)},"ts":${messages.ts[m]}}`
-        m++
+        place(touched, key, size, `{"action":"message_publish","node":${nodeJson},"from_client_id":${key},"from_username":${username},` +
+          `"topic":${topic},"qos":${qos},"retain":${retain},"payload":${payloadJson(bytes, payloadStart, payloadEnd)},"ts":${ts}}`)
       }
-      const lane = laneOf(keys[i])
-      lane.load++
-      lane.items.push({ key: keys[i], size: sizes[i], body })
-      touched.add(lane)
-    }
+    })
     for (const lane of touched) start(lane)
   })
 

@@ -1,6 +1,9 @@
 // Every event's body, as a real endpoint receives it from a real node with a
 // rule for each of the 13 events: EMQ X's fields, one client's events in
 // order, the configured headers; topic filters of the rules; the metrics.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
 import { startPluginNode, type MqttClient } from '../../../lib/plugin-kit/testing.js'
 import { waitFor } from '../../../test/helpers/cluster.js'
@@ -12,11 +15,15 @@ const ALL_RULES = Object.fromEntries(Object.entries(EVENTS).map(([event, action]
 
 const e = await startEndpoint()
 t.teardown(e.close)
+const dir = await mkdtemp(join(tmpdir(), 'web-hook-events-'))
+t.teardown(async () => await rm(dir, { recursive: true, force: true }))
+const aclFile = join(dir, 'acl.conf')
+await writeFile(aclFile, '{deny, all, publish, ["secret/#"]}.\n{allow, all}.\n')
 const node = await startPluginNode({
   plugin: 'broker_web_hook',
   settings: { 'web.hook.api.url': e.url('/mqtt/webhook?from=broker'), 'web.hook.headers.x-token': 's3cret', ...ALL_RULES },
   // one message in flight and one queued per client: a third is dropped
-  node: { 'zone.external.max_inflight': 1, 'zone.external.max_mqueue_len': 1, 'mqtt.max_clientid_len': 23 },
+  node: { 'zone.external.max_inflight': 1, 'zone.external.max_mqueue_len': 1, 'mqtt.max_clientid_len': 23, 'mqtt.acl_file': aclFile },
   withApi: true
 })
 t.teardown(node.stop)
@@ -109,6 +116,15 @@ t.test("messages on $SYS are not posted; the node's own messages have no publish
   await body('session_unsubscribed', 'sys-sub')
   const sys = e.hits.filter((h) => String(h.body.topic).startsWith('$SYS/'))
   t.same(sys.map((h) => h.body.action), ['client_subscribe', 'session_subscribed', 'client_unsubscribe', 'session_unsubscribed'], 'the subscription is posted, no $SYS message (the connect notices were published)')
+})
+
+t.test('as in EMQ X, a message is posted once its publisher may publish it: not one the ACL refuses', async (t) => {
+  const pub = await node.mqtt({ clientId: 'acl-pub', protocolVersion: 5 })
+  t.teardown(async () => await pub.endAsync())
+  await t.rejects(pub.publishAsync('secret/plans', 'no', { qos: 1 }), { code: 0x87 }, 'PUBACK 0x87: not authorized')
+  await pub.publishAsync('open/plans', 'yes', { qos: 1 })
+  t.match((await body('message_publish', 'acl-pub')), { topic: 'open/plans', payload: 'yes' })
+  t.same(e.hits.filter(of('acl-pub')).filter((h) => h.body.action === 'message_publish').map((h) => h.body.topic), ['open/plans'], 'the refused one was not posted, the next one was')
 })
 
 t.test('the metrics count each event and what was sent', async (t) => {

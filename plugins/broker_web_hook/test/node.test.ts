@@ -83,6 +83,9 @@ t.test('the topic filter of a rule; payload encodings none, base64 and base62', 
   await pub.publishAsync('other/topic', bytes, { qos: 1 })
   await pub.publishAsync('enc/none', bytes, { qos: 1 })
   t.equal((await e.waitFor(topicIs('enc/none'))).body.payload, '\ufffd\ufffd', 'none: UTF-8 text, bytes that are not UTF-8 as U+FFFD')
+  const text = 'say "hi"\\\n\ttab \u0001'
+  await pub.publishAsync('enc/none-escaped', text, { qos: 1 })
+  t.equal((await e.waitFor(topicIs('enc/none-escaped'))).body.payload, text, 'none: quotes, backslashes and control characters escaped in the JSON')
   t.equal(e.hits.filter(topicIs('other/topic')).length, 0, 'a topic outside the rule\'s filter is not posted')
 
   t.match(await settings({ 'web.hook.encode_payload': 'base64' }), { status: 200 })

@@ -1,0 +1,50 @@
+// The batch the event loop writes and the delivery thread reads (handover.ts):
+// every field comes back as the JSON text the body needs, in UTF-8 bytes,
+// whatever the string holds, and a batch that outgrows its buffer keeps all of it.
+import t from 'tap'
+import { Batch, readBatch } from '../handover.js'
+
+interface Read { kind: 'body' | 'publish', key: string, size: number, fields: unknown[] }
+
+function read (batch: Batch): { events: number, size: number, read: Read[] } {
+  const { bytes, length, events, size } = batch.take()
+  const view = Buffer.from(bytes)
+  const out: Read[] = []
+  // the thread's strings are UTF-8 read as latin1: decode them back to compare
+  const text = (binary: string): string => Buffer.from(binary, 'latin1').toString('utf8')
+  readBatch(view, length, {
+    body: (key, size, body) => out.push({ kind: 'body', key: text(key), size, fields: [JSON.parse(text(body))] }),
+    publish: (key, size, username, topic, qos, retain, ts, start, end) =>
+      out.push({ kind: 'publish', key: text(key), size, fields: [JSON.parse(text(username)), JSON.parse(text(topic)), qos, retain, ts, view.subarray(start, end).toString('hex')] })
+  })
+  return { events, size, read: out }
+}
+
+t.test('fields of every kind come back as their JSON text, in order', async (t) => {
+  const batch = new Batch()
+  const ts = 1_764_000_000_123
+  batch.publish(300, { topic: 'a/b', payload: Buffer.from('hi'), qos: 1, retain: false, from: 'pub-1' }, null, ts)
+  batch.body('sub "1"', 280, JSON.stringify({ action: 'client_connected', clientid: 'sub "1"' }))
+  batch.publish(310, { topic: 'température/\u0001/"x"\\', payload: Buffer.from([0xff, 0x00]), qos: 2, retain: true, from: 'é-client' }, 'ünïcode 😀', ts + 1)
+  batch.publish(320, { topic: '', payload: Buffer.alloc(0), qos: 0, retain: false }, '', ts + 2)
+  const { events, size, read: got } = read(batch)
+  t.equal(events, 4)
+  t.equal(size, 1210, 'the sizes add up for queue_bytes')
+  t.same(got, [
+    { kind: 'publish', key: '"pub-1"', size: 300, fields: [null, 'a/b', 1, false, ts, '6869'] },
+    { kind: 'body', key: '"sub \\"1\\""', size: 280, fields: [{ action: 'client_connected', clientid: 'sub "1"' }] },
+    { kind: 'publish', key: '"é-client"', size: 310, fields: ['ünïcode 😀', 'température/\u0001/"x"\\', 2, true, ts + 1, 'ff00'] },
+    { kind: 'publish', key: 'null', size: 320, fields: ['', '', 0, false, ts + 2, ''] }
+  ])
+})
+
+t.test('a batch larger than its buffer grows and keeps every event; the next batch starts empty', async (t) => {
+  const batch = new Batch()
+  const payload = Buffer.alloc(5000, 7)
+  for (let n = 0; n < 100; n++) batch.publish(5000, { topic: `t/${n}`, payload, qos: 0, retain: false, from: `c${n % 3}` }, 'u', n)
+  const { events, read: got } = read(batch)
+  t.equal(events, 100)
+  t.same(got.map((r) => r.fields[1]), Array.from({ length: 100 }, (_, n) => `t/${n}`))
+  t.ok(got.every((r) => r.fields[5] === payload.toString('hex')), 'every payload whole')
+  t.same(read(batch), { events: 0, size: 0, read: [] })
+})
