@@ -26,6 +26,9 @@ const NULL = Buffer.from('null', 'latin1')
 /** a batch's first buffer; it doubles as a batch needs, and the next starts at the size the last one reached */
 const FIRST_BYTES = 16 * 1024
 
+/** Bytes the JSON text of a string (or null) may take in a record: its u32 length, and at most 6 bytes a character (JSON.stringify writes at most 6 characters for one, each at most 3 bytes when not escaped) and its quotes. */
+const jsonRoom = (value: string | null): number => value === null ? 8 : value.length * 6 + 6
+
 /** Events written for the thread since the last `take`. */
 export class Batch {
   #bytes = Buffer.from(new ArrayBuffer(FIRST_BYTES))
@@ -36,28 +39,26 @@ export class Batch {
 
   /** An event whose JSON body is written here. */
   body (key: string, size: number, body: string): void {
-    this.#head(BODY, key, size)
-    this.#room(body.length * 3 + 4)
-    const length = this.#bytes.write(body, this.#at + 4)
-    this.#u32(length)
-    this.#at += length
+    this.#room(5 + jsonRoom(key) + 4 + body.length * 3)
+    const at = this.#json(key, this.#head(BODY, size))
+    const length = this.#bytes.write(body, at + 4)
+    this.#u32(length, at)
+    this.#at = at + 4 + length
   }
 
   /** A message.publish: its fields, its publisher the key; `ts` in ms. */
   publish (size: number, message: MessageInfo, username: string | null, ts: number): void {
-    this.#head(PUBLISH, message.from ?? null, size)
-    this.#json(username)
-    this.#json(message.topic)
-    const payload = message.payload
-    this.#room(14 + payload.length)
+    const { from = null, topic, payload } = message
+    this.#room(5 + jsonRoom(from) + jsonRoom(username) + jsonRoom(topic) + 14 + payload.length)
     const bytes = this.#bytes
-    bytes[this.#at] = message.qos
-    bytes[this.#at + 1] = message.retain ? 1 : 0
-    bytes.writeDoubleLE(ts, this.#at + 2)
-    this.#at += 10
-    this.#u32(payload.length)
-    bytes.set(payload, this.#at)
-    this.#at += payload.length
+    let at = this.#json(topic, this.#json(username, this.#json(from, this.#head(PUBLISH, size))))
+    bytes[at] = message.qos
+    bytes[at + 1] = message.retain ? 1 : 0
+    bytes.writeDoubleLE(ts, at + 2)
+    this.#u32(payload.length, at + 10)
+    at += 14
+    bytes.set(payload, at)
+    this.#at = at + payload.length
   }
 
   /** The batch's bytes (a buffer of its own, to transfer) and how many; the next event starts another batch. */
@@ -70,52 +71,49 @@ export class Batch {
     return taken
   }
 
-  #head (kind: number, key: string | null, size: number): void {
-    this.#room(5)
-    this.#bytes[this.#at] = kind
-    this.#bytes.writeUInt32LE(size, this.#at + 1)
-    this.#at += 5
-    this.#json(key)
+  /** Starts a record (room made for it): its kind and size; answers where its key goes. */
+  #head (kind: number, size: number): number {
+    const at = this.#at
+    this.#bytes[at] = kind
+    this.#u32(size, at + 1)
     this.events++
     this.size += size
+    return at + 5
   }
 
-  /** Writes a u32 at the end of the batch (a length: its bytes follow). */
-  #u32 (value: number): void {
-    this.#bytes.writeUInt32LE(value, this.#at)
-    this.#at += 4
-  }
-
-  /** The JSON text of a string, or null. */
-  #json (value: string | null): void {
-    if (value === null) {
-      this.#room(8)
-      this.#u32(4)
-      this.#bytes.set(NULL, this.#at)
-      this.#at += 4
-      return
-    }
-    const length = value.length
-    // JSON.stringify writes at most 6 characters for one, each at most 3 bytes when not escaped
-    this.#room(length * 6 + 6)
+  #u32 (value: number, at: number): void {
     const bytes = this.#bytes
-    const start = this.#at + 4
+    bytes[at] = value
+    bytes[at + 1] = value >>> 8
+    bytes[at + 2] = value >>> 16
+    bytes[at + 3] = value >>> 24
+  }
+
+  /** Writes the JSON text of a string, or null, at `at` (room made for it); answers where the next field goes. */
+  #json (value: string | null, at: number): number {
+    const bytes = this.#bytes
+    if (value === null) {
+      this.#u32(4, at)
+      bytes.set(NULL, at + 4)
+      return at + 8
+    }
+    const start = at + 4
     bytes[start] = QUOTE
-    let at = start + 1
+    let end = start + 1
     let plain = true
-    for (let i = 0; i < length; i++) {
+    for (let i = 0; i < value.length; i++) {
       const code = value.charCodeAt(i)
       // a control character, `"`, `\` or past ASCII: JSON.stringify writes it
       if (code < 0x20 || code === QUOTE || code === 0x5c || code > 0x7e) {
         plain = false
         break
       }
-      bytes[at++] = code
+      bytes[end++] = code
     }
-    if (plain) bytes[at++] = QUOTE
-    else at = start + bytes.write(JSON.stringify(value), start)
-    this.#u32(at - start)
-    this.#at = at
+    if (plain) bytes[end++] = QUOTE
+    else end = start + bytes.write(JSON.stringify(value), start)
+    this.#u32(end - start, at)
+    return end
   }
 
   /** Room for `bytes` more: a buffer twice as large, the batch so far copied, when it has not. */

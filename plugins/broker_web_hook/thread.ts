@@ -140,7 +140,7 @@ export function deliveryThread (
   for (const [name, value] of Object.entries(headers)) headText += `${name}: ${value}\r\n`
   /** a string's UTF-8 bytes as a binary string */
   const binary = (text: string): string => Buffer.from(text, 'utf8').toString('latin1')
-  const requestHead = binary(`POST ${url.pathname}${url.search} HTTP/1.1\r\n${headText}content-length: `)
+  const requestHead = Buffer.from(`POST ${url.pathname}${url.search} HTTP/1.1\r\n${headText}content-length: `, 'utf8')
   /** what a connection's first turn has room for: it grows to what a turn writes */
   const OUT_BYTES = 16 * 1024
   const { ca, cert, key, verify } = settings.tls
@@ -438,8 +438,19 @@ export function deliveryThread (
 
   /** Adds a request to the bytes the connection writes at the end of this turn. */
   const append = (connection: Connection, body: string): void => {
-    const text = `${requestHead}${body.length}\r\n\r\n${body}`
-    connection.outAt += room(connection, text.length).write(text, connection.outAt, 'latin1')
+    // the head copied, the length's digits and the blank line written a byte at a time: no string made for the request
+    const length = body.length
+    const out = room(connection, requestHead.length + 20 + length)
+    out.set(requestHead, connection.outAt)
+    let at = connection.outAt + requestHead.length
+    let digits = 1
+    for (let rest = length; rest >= 10; rest = Math.floor(rest / 10)) digits++
+    for (let i = digits - 1, rest = length; i >= 0; i--, rest = Math.floor(rest / 10)) out[at + i] = 0x30 + rest % 10
+    at += digits
+    out[at] = out[at + 2] = 0x0d
+    out[at + 1] = out[at + 3] = 0x0a
+    at += 4
+    connection.outAt = at + out.write(body, at, 'latin1')
   }
 
   /** The connection's buffer for this turn's requests, with room for `bytes` more. */

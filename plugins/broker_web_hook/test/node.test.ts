@@ -86,6 +86,9 @@ t.test('the topic filter of a rule; payload encodings none, base64 and base62', 
   const text = 'say "hi"\\\n\ttab \u0001'
   await pub.publishAsync('enc/none-escaped', text, { qos: 1 })
   t.equal((await e.waitFor(topicIs('enc/none-escaped'))).body.payload, text, 'none: quotes, backslashes and control characters escaped in the JSON')
+  const large = 'abcdefghij'.repeat(30_000)
+  await pub.publishAsync('enc/none-large', large, { qos: 1 })
+  t.equal((await e.waitFor(topicIs('enc/none-large'))).body.payload, large, 'a 300 kB payload is posted whole')
   t.equal(e.hits.filter(topicIs('other/topic')).length, 0, 'a topic outside the rule\'s filter is not posted')
 
   t.match(await settings({ 'web.hook.encode_payload': 'base64' }), { status: 200 })
