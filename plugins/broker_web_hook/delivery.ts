@@ -11,9 +11,8 @@
 import { MessageChannel, Worker } from 'node:worker_threads'
 import * as net from 'node:net'
 import * as tls from 'node:tls'
-import type { Logger, PluginContext } from '../../lib/plugin-kit/index.js'
+import type { Logger, MessageInfo, PluginContext } from '../../lib/plugin-kit/index.js'
 import { base62, encodePayload, type PayloadEncoding } from './payload.js'
-import type { MessageInfo } from '../../lib/plugin-kit/index.js'
 import { Batch, readBatch } from './handover.js'
 import { deliveryThread, type FromThread, type ThreadSettings, type ToThread } from './thread.js'
 
