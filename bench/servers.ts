@@ -103,6 +103,12 @@ export function threadCpuMs (pid: number): Map<string, number> {
   return byName
 }
 
+/** Each thread's CPU between two `threadCpuMs` readings, in µs per `count` (messages, events), the busiest first; threads that used none left out. */
+export function threadUsPer (before: Map<string, number>, after: Map<string, number>, count: number): Array<[string, number]> {
+  return [...after].map(([name, ms]): [string, number] => [name, (ms - (before.get(name) ?? 0)) * 1000 / count])
+    .filter(([, us]) => us > 0).sort((a, b) => b[1] - a[1])
+}
+
 /**
  * `BENCH_CPU_PROF=<dir>`: a bare Aedes or broker server writes a V8 CPU profile
  * `<dir>/<scenario>-<kind>-<n>.cpuprofile` when it exits, and the runner the measured window beside it

@@ -20,7 +20,7 @@ import { eventHandlers } from '../plugins/broker_web_hook/events.js'
 import { eventsOf } from '../plugins/broker_web_hook/rules.js'
 import { DEFAULTS } from '../plugins/broker_web_hook/settings.js'
 import { envChoice, envNumber } from './env.js'
-import { cpuMs, freePort, killAllNow, Server, threadCpuMs } from './servers.js'
+import { cpuMs, freePort, killAllNow, Server, threadCpuMs, threadUsPer } from './servers.js'
 import { endpointCount } from './web-hook.js'
 
 const CASES = ['feed', 'live', 'batch', 'down'] as const
@@ -58,7 +58,7 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       poolSize: DEFAULTS['web.hook.pool_size'],
       pipelining: DEFAULTS['web.hook.request.pipelining'],
       batchSize: kind === 'batch' ? envNumber('WEB_HOOK_BATCH', 100, { integer: true }) : DEFAULTS['web.hook.batch_size'],
-      batchTime: kind === 'batch' ? envNumber('WEB_HOOK_BATCH_TIME', 50) : envNumber('WEB_HOOK_LIVE_BATCH_TIME', DEFAULTS['web.hook.batch_time']),
+      batchTime: kind === 'batch' ? envNumber('WEB_HOOK_BATCH_TIME', 50) : DEFAULTS['web.hook.batch_time'],
       queueSize: DEFAULTS['web.hook.queue_size'],
       queueBytes: DEFAULTS['web.hook.queue_bytes'],
       timeout: DEFAULTS['web.hook.request.timeout'],
@@ -77,7 +77,7 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       node: 'bench@127.0.0.1',
       encoding: 'none',
       offer: (item) => delivery.offer(item),
-      publish: (size, message, username, ts) => delivery.publish(size, message, username, ts),
+      publish: (size, message, username) => delivery.publish(size, message, username),
       room: () => delivery.room,
       drop: () => delivery.drop(),
       count: () => {},
@@ -115,9 +115,8 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
     const main = cpuMs(process.pid, true) - mainBefore
     const all = processCpuMs() - allBefore
     // the other threads by name and id, the busiest first: the delivery thread (a worker), then V8's GC helpers
-    const threads = [...threadCpuMs(process.pid)].filter(([name]) => !name.endsWith('(main)'))
-      .map(([name, ms]) => [name, (ms - (threadsBefore.get(name) ?? 0)) * 1000 / events] as const)
-      .filter(([, us]) => us >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, us]) => `${name} ${us.toFixed(2)}`).join(', ')
+    const threads = threadUsPer(threadsBefore, threadCpuMs(process.pid), events)
+      .filter(([name, us]) => !name.endsWith('(main)') && us >= 0.05).map(([name, us]) => `${name} ${us.toFixed(2)}`).join(', ')
     const figures: Figures = { mainUs: main * 1000 / events, otherUs: (all - main) * 1000 / events, threads, sent: counts.sent, dropped: counts.dropped - droppedBefore }
     if (live) {
       const endpointMs = cpuMs(endpoint.pid) - endpointBefore

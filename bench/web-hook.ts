@@ -10,7 +10,7 @@ import { Worker } from './pool.js'
 import type { Role } from './protocol.js'
 import { envChoice, envNumber } from './env.js'
 import { range, receivedPerSecond, timedOn, type LoadWindow } from './scenarios.js'
-import { cpuMs, cpuProfile, freePort, Server, threadCpuMs } from './servers.js'
+import { cpuMs, cpuProfile, freePort, Server, threadCpuMs, threadUsPer } from './servers.js'
 
 export const WEB_HOOK_SECTION = 'web-hook'
 
@@ -122,8 +122,7 @@ async function runOne (load: typeof HOOK_LOADS[number], setup: HookSetup, endpoi
     const messages = rate * seconds
     const run: HookRun = { 'msg/s': rate, 'cpu us/msg': (end.cpu - start.cpu) * 1000 / messages, 'loop us/msg': (end.loop - start.loop) * 1000 / messages, 'clients us/msg': (end.clients - start.clients) * 1000 / messages }
     if (THREADS) {
-      const parts = [...end.threads].map(([name, ms]) => [name, (ms - (start.threads.get(name) ?? 0)) * 1000 / messages] as const)
-      process.stderr.write(`  node threads, us/msg: ${parts.filter(([, us]) => us > 0).sort((a, b) => b[1] - a[1]).map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ')}\n`)
+      process.stderr.write(`  node threads, us/msg: ${threadUsPer(start.threads, end.threads, messages).map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ')}\n`)
     }
     if (setup === 'off') return run
     run.dropped = end.dropped

@@ -150,10 +150,7 @@ export function createCallbacks ({ config, access, hooks }: CallbackDeps): Callb
 
   /** A message its publisher may publish: `message.accepted` sees it as published, then it goes on under the mountpoint. */
   function accepted (state: ClientState, packet: PublishPacket, done: (err?: Error | null) => void): void {
-    if (hooks.has('message.accepted')) {
-      const { topic, payload, qos, retain } = packet
-      hooks.notify('message.accepted', { topic, payload: Buffer.isBuffer(payload) ? payload : Buffer.from(payload), qos, retain, from: state.info.clientId }, state.info)
-    }
+    if (hooks.has('message.accepted')) hooks.notify('message.accepted', messageInfo(packet, state.info.clientId), state.info)
     packet.topic = mountFilter(state.info.mountpoint, packet.topic)
     done(null)
   }

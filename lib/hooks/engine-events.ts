@@ -6,13 +6,14 @@ import { engineClient, onMessageDropped } from '../engine/internals.js'
 import type { HookRegistry } from './registry.js'
 import type { ClientInfo, MessageInfo } from './types.js'
 
-export function messageInfo (packet: Pick<AedesPublishPacket, 'topic' | 'payload' | 'qos' | 'retain'> & { clientId?: string }): MessageInfo {
+/** A packet as hooks see a message; `from` its publisher, the packet's `clientId` unless given. */
+export function messageInfo (packet: Pick<AedesPublishPacket, 'topic' | 'payload' | 'qos' | 'retain'> & { clientId?: string }, from = packet.clientId): MessageInfo {
   return {
     topic: packet.topic,
     payload: Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload),
     qos: packet.qos,
     retain: packet.retain,
-    from: packet.clientId
+    from
   }
 }
 

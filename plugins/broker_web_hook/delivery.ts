@@ -123,19 +123,17 @@ export class Delivery {
     this.#taken()
   }
 
-  /** Takes a message.publish to post (its fields: the delivery thread writes the body), or drops it. Never waits. */
-  publish (size: number, message: MessageInfo, username: string | null, ts: number): void {
+  /** Takes a message.publish to post (its fields, stamped now: the delivery thread writes the body), or drops it. Never waits. */
+  publish (size: number, message: MessageInfo, username: string | null): void {
     if (!this.#fits(size)) return
-    this.#batch.publish(size, message, username, ts)
+    this.#batch.publish(size, message, username, Date.now())
     this.#taken()
   }
 
   /** Whether an event of `size` bytes may join the queue; one that may not is dropped (counted). */
   #fits (size: number): boolean {
     if (this.#closed) return false
-    const shared = this.#shared
-    const batch = this.#batch
-    if (Atomics.load(shared, 0) + batch.events < this.#options.queueSize && Atomics.load(shared, 1) + batch.size + size <= this.#options.queueBytes) return true
+    if (this.room && this.queuedBytes + size <= this.#options.queueBytes) return true
     this.drop()
     return false
   }

@@ -18,8 +18,8 @@ export interface EventSink {
   node: string
   encoding: PayloadEncoding
   offer: (item: Pending) => void
-  /** a message.publish by its fields, `size` bytes while it waits (the delivery thread writes its body); ts in ms */
-  publish: (size: number, message: MessageInfo, username: string | null, ts: number) => void
+  /** a message.publish by its fields, `size` bytes while it waits (the delivery thread writes its body), or dropped when the queue is full */
+  publish: (size: number, message: MessageInfo, username: string | null) => void
   /** false when the queue is full: the event is dropped before anything is made for it */
   room: () => boolean
   /** counts an event dropped for want of room */
@@ -62,21 +62,18 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
   }
   const queue = (event: EventName, key: string, size: number, body: () => object): undefined => post(event, { key, size, body: () => JSON.stringify(body()) })
   const client = (who: Who): { clientid: string, username: string | null } => ({ clientid: who.clientId, username: name(who.username) })
-  // the message's fields as the hook saw them (a later fold handler may change the message in place);
-  // the payload is encoded and the publisher's user name looked up when the body is written
-  const message = (m: MessageInfo, publisher?: ClientInfo): () => object => {
+  // a message's fields in a body (written while the hook runs: the message as the hook saw it)
+  const message = (m: MessageInfo): object => {
     const { from, topic, qos, retain, payload } = m
-    const username = publisher?.username
-    const ts = Date.now()
-    return () => ({
+    return {
       from_client_id: from ?? null,
-      from_username: name(username ?? (from === undefined || publisher !== undefined ? undefined : sink.username(from))),
+      from_username: name(from === undefined ? undefined : sink.username(from)),
       topic,
       qos,
       retain,
       payload: encodePayload(payload, encoding),
-      ts
-    })
+      ts: Date.now()
+    }
   }
   const connecting = (c: ConnectInfo): object => ({ ...client(c), ipaddress: c.ipAddress, keepalive: c.keepalive, proto_ver: c.protoVer })
   const add = <E extends EventName>(event: E, handler: HookHandlers[HookOf<E>]): void => {
@@ -124,19 +121,19 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
   // the hot path (every message): its fields only, the delivery thread writes the body
   add('message.publish', (m: MessageInfo, publisher?: ClientInfo) => {
     const { from, topic } = m
-    if (isSys(topic) || !publishTest(topic) || full('message.publish')) return
+    if (isSys(topic) || !publishTest(topic)) return
     sink.count('message.publish')
+    // the queue's room is checked once, by the sink, which drops (counted) when it is full
     const username = name(publisher !== undefined || from === undefined ? publisher?.username : sink.username(from))
-    sink.publish(sizeOf({ clientId: from ?? '' }, topic, m.payload), m, username, Date.now())
+    sink.publish(sizeOf({ clientId: from ?? '' }, topic, m.payload), m, username)
   })
 
   const delivered = (event: 'message.delivered' | 'message.acked', action: string): void => {
     const topicTest = test(event)
     add(event, (c: ClientInfo, m: MessageInfo) => {
       if (isSys(m.topic) || !topicTest(m.topic) || full(event)) return undefined
-      const fields = message(m)
       return queue(event, c.clientId, sizeOf(c, m.topic, m.payload), () =>
-        ({ action, node, ...client(c), ...fields() }))
+        ({ action, node, ...client(c), ...message(m) }))
     })
   }
   delivered('message.delivered', 'message_delivered')
@@ -145,10 +142,9 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
   const droppedTest = test('message.dropped')
   add('message.dropped', (m, reason, c) => {
     if (isSys(m.topic) || !droppedTest(m.topic) || full('message.dropped')) return undefined
-    const fields = message(m)
     const key = c?.clientId ?? m.from ?? ''
     return queue('message.dropped', key, sizeOf({ clientId: key }, m.topic, m.payload), () =>
-      ({ action: 'message_dropped', node, ...(c === undefined ? {} : client(c)), ...fields(), reason }))
+      ({ action: 'message_dropped', node, ...(c === undefined ? {} : client(c)), ...message(m), reason }))
   })
 
   return handlers
