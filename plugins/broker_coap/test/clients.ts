@@ -152,12 +152,16 @@ export class RawCoap {
     })
   }
 
-  /** A CON sent again every `everyMs` until its answer (same message id) comes: a client's retransmission, for datagrams a flood may drop. */
+  /**
+   * A CON sent again every `everyMs` until its answer comes: a client's retransmission, for datagrams a flood may drop.
+   * The answer is the ACK (or RST) echoing the message id; the gateway's own NON and CON messages carry ids of its
+   * own numbering, which may equal ours.
+   */
   async exchange (message: coap.CoapMessage, everyMs = 500): Promise<coap.CoapMessage> {
     const bytes = coap.serialize(message)
     const timer = setInterval(() => this.sendBytes(bytes), everyMs)
     try {
-      return await this.next((m) => m.messageId === message.messageId && m.type !== coap.TYPE.CON, `the answer to ${message.messageId}`, 30_000)
+      return await this.next((m) => m.messageId === message.messageId && (m.type === coap.TYPE.ACK || m.type === coap.TYPE.RST), `the answer to ${message.messageId}`, 30_000)
     } finally {
       clearInterval(timer)
     }
