@@ -8,6 +8,8 @@ import type { Config } from '../config/store.js'
 
 export class ClientTracking {
   readonly #connectedAt = new WeakMap<Client, number>()
+  /** clients sent an accepted CONNACK: online from then on, while the engine may still replay their session's queue */
+  readonly #accepted = new WeakSet<Client>()
   readonly #dropped = new Map<string, number>()
   readonly #kicked = new Map<string, number>()
   /** the expiry interval (seconds) of each persistent session whose client left, for its offline facts */
@@ -15,6 +17,9 @@ export class ClientTracking {
 
   constructor (engine: Aedes, private readonly config: Config) {
     engine.on('clientReady', (client: Client) => this.#connectedAt.set(client, Date.now()))
+    engine.on('connackSent', (packet: { returnCode?: number, reasonCode?: number }, client: Client) => {
+      if ((packet.reasonCode ?? packet.returnCode) === 0) this.#accepted.add(client)
+    })
     engine.on('clientDisconnect', (client: Client) => {
       if (client.clean) this.#dropped.delete(client.id)
       const expiry = this.expiryInterval(client as EngineClient)
@@ -22,6 +27,14 @@ export class ClientTracking {
       else this.#offlineExpiry.delete(client.id)
     })
     onMessageDropped(engine, (_packet, client) => this.#dropped.set(client.id, (this.#dropped.get(client.id) ?? 0) + 1))
+  }
+
+  /**
+   * Connected and not closed: from the accepted CONNACK on, as EMQ X registers a channel before its CONNACK. The
+   * engine marks a client connected only once its session's queue is replayed, which waits for the client to read.
+   */
+  isOnline (client: Client): boolean {
+    return !client.closed && (client.connected || this.#accepted.has(client))
   }
 
   /** ms since the epoch; now for a client not yet seen ready */

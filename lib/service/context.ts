@@ -55,11 +55,11 @@ export class OperationContext {
 
   /** the clients connected now */
   online (): EngineClient[] {
-    return engineClients(this.parts.engine).filter((c) => c.connected && !c.closed)
+    return engineClients(this.parts.engine).filter((c) => this.tracking.isOnline(c))
   }
 
   onlineClient (clientId: string): EngineClient | undefined {
     const client = engineClient(this.parts.engine, clientId)
-    return client !== undefined && client.connected && !client.closed ? client : undefined
+    return client !== undefined && this.tracking.isOnline(client) ? client : undefined
   }
 }
