@@ -24,9 +24,10 @@
 // one answer framed (status line, then content-length, chunked or
 // close-delimited bytes, skipped; a head equal to the last one parsed is
 // compared, not parsed again). With the bodies and requests written as bytes
-// it costs the thread 2.2–2.6 µs of CPU per POST at 35 000 POSTs/s (1.1 at
-// 190 000) where undici's Client, pipelined and corked, cost 6.5–9.0
-// (bench/README.md, web hook section). What it leaves out, as an endpoint of this plugin does
+// (no string per event: a message.publish body is written from the batch's
+// bytes, another event's body is a view of them) it costs the thread 1.1 µs
+// of CPU per POST at 36 000 POSTs/s (0.7 at 150 000) where undici's Client,
+// pipelined and corked, cost 6.5–9.0 at 35 000 (bench/README.md, web hook section). What it leaves out, as an endpoint of this plugin does
 // not need it: redirects, compression, streamed bodies, HTTP/2.
 //
 // `deliveryThread` runs on a worker thread of its own, so writing requests and
@@ -37,7 +38,7 @@
 import type * as Net from 'node:net'
 import type * as Tls from 'node:tls'
 import type { PayloadEncoding } from './payload.js'
-import type { readBatch as ReadBatch } from './handover.js'
+import type { BatchRecord, readBatch as ReadBatch } from './handover.js'
 
 /** What the node sends the thread. */
 export type ToThread =
@@ -85,15 +86,16 @@ export interface Sockets { net: typeof Net, tls: typeof Tls }
 
 /**
  * Runs the delivery on `port`; answers a function that stops it (requests under way end, waiting events are forgotten).
- * Bodies and requests are binary strings here, one character a byte (UTF-8 read as latin1): their length is their
- * length on the wire, and they are written with no encoding.
+ * An event's body is bytes (UTF-8 JSON): a view of the batch it came in, or of the buffer its message.publish body
+ * was written to; the view keeps those bytes until the event settles.
  */
 export function deliveryThread (
   port: ThreadPort, settings: ThreadSettings, sockets: Sockets,
   encodePayload: (bytes: Buffer, encoding: PayloadEncoding, start: number, end: number) => string,
   readBatch: typeof ReadBatch
 ): () => Promise<void> {
-  interface Item { key: string, size: number, body: string }
+  /** `key`: a hash of the client id's bytes (two clients that share one share a lane: still each in order) */
+  interface Item { key: number, size: number, body: Uint8Array }
   /** A queue taken from the front: `items` from `head` on */
   interface Fifo<T> { items: T[], head: number }
   /** The lane's events not started yet are its Fifo */
@@ -140,8 +142,6 @@ export function deliveryThread (
   for (const [name, value] of Object.entries(settings.headers)) headers[name.toLowerCase()] = value
   let headText = `host: ${url.host}\r\n`
   for (const [name, value] of Object.entries(headers)) headText += `${name}: ${value}\r\n`
-  /** a string's UTF-8 bytes as a binary string */
-  const binary = (text: string): string => Buffer.from(text, 'utf8').toString('latin1')
   const requestHead = Buffer.from(`POST ${url.pathname}${url.search} HTTP/1.1\r\n${headText}content-length: `, 'utf8')
   /** what a connection's first turn has room for: it grows to what a turn writes */
   const OUT_BYTES = 16 * 1024
@@ -154,13 +154,20 @@ export function deliveryThread (
   /** a lane with this many events waiting or under way takes no client that has none there */
   const laneRoom = pipelining * batchSize
   /** the lane of each client that has events not settled, and how many */
-  const placed = new Map<string, { lane: Lane, events: number }>()
+  const placed = new Map<number, { lane: Lane, events: number }>()
   const shared = settings.shared
   const state = { stopped: false, started: 0, outageSince: -1, sent: 0, failed: 0, why: undefined as string | undefined, report: undefined as NodeJS.Timeout | undefined }
   const pauses = new Set<NodeJS.Timeout>()
-  const nodeJson = binary(JSON.stringify(settings.node))
-  /** a payload in latin1 with a character JSON escapes or past ASCII: it goes through UTF-8 text and JSON.stringify */
-  const NOT_PLAIN = /[^\x20\x21\x23-\x5b\x5d-\x7e]/
+  /** the constant parts of a message.publish body, in order around its fields */
+  const publishParts = [`{"action":"message_publish","node":${JSON.stringify(settings.node)},"from_client_id":`, ',"from_username":', ',"topic":', ',"qos":',
+    ',"retain":true,"payload":', ',"retain":false,"payload":', ',"ts":'].map((text) => Buffer.from(text, 'utf8'))
+  const [openBody, toUsername, toTopic, toQos, toPayloadRetained, toPayload, toTs] = publishParts
+  const publishPartsBytes = publishParts.reduce((sum, part) => sum + part.length, 0)
+  /** the digits of the last message.publish's ts: the events of one millisecond share them */
+  const lastTs = { ms: -1, digits: Buffer.alloc(24), length: 0 }
+  /** message.publish bodies are written one after the other in a buffer of this size, a new one when it is full */
+  const BODY_BYTES = 256 * 1024
+  const bodies = { bytes: Buffer.allocUnsafeSlow(BODY_BYTES), at: 0 }
   /** the last answer head read in full, with what it says: an endpoint's answers are mostly the same bytes, read again without parsing */
   let lastHead: { bytes: Buffer, head: Head } | undefined
 
@@ -193,7 +200,7 @@ export function deliveryThread (
   }
 
   /** The lane of a client's next event: the one holding its events not settled, else the first with room and no retry pending, else the least loaded. */
-  const laneOf = (key: string): Lane => {
+  const laneOf = (key: number): Lane => {
     const known = placed.get(key)
     if (known !== undefined) {
       known.events++
@@ -394,7 +401,7 @@ export function deliveryThread (
   class Attempt {
     readonly seq = ++state.started
     sentAt = 0
-    constructor (readonly lane: Lane, readonly items: Item[], readonly body: string, readonly tries: number, readonly wait: number) {}
+    constructor (readonly lane: Lane, readonly items: Item[], readonly tries: number, readonly wait: number) {}
 
     /** Writes the request at the end of this turn, with the others the lane starts in it. */
     post (): void {
@@ -403,7 +410,7 @@ export function deliveryThread (
       connection.unanswered.items.push(this)
       connection.timer ??= setTimeout(watch, settings.timeout, this.lane, connection)
       if (connection.outAt === 0) queueMicrotask(() => flush(connection))
-      append(connection, this.body)
+      append(connection, this.items)
     }
 
     settled (answer: number | Error): void {
@@ -432,27 +439,44 @@ export function deliveryThread (
       if (tries === 0) lane.retrying++
       const timer = setTimeout(() => {
         pauses.delete(timer)
-        if (!state.stopped) new Attempt(lane, items, this.body, tries + 1, this.wait * settings.retryBackoff).post()
+        if (!state.stopped) new Attempt(lane, items, tries + 1, this.wait * settings.retryBackoff).post()
       }, this.wait)
       pauses.add(timer)
     }
   }
 
-  /** Adds a request to the bytes the connection writes at the end of this turn. */
-  const append = (connection: Connection, body: string): void => {
+  /** Adds a request to the bytes the connection writes at the end of this turn: one event's body, or a batch's array of them. */
+  const append = (connection: Connection, items: Item[]): void => {
     // the head copied, the length's digits and the blank line written a byte at a time: no string made for the request
-    const length = body.length
+    let length = batchSize === 1 ? 0 : items.length + 1
+    for (const item of items) length += item.body.length
     const out = room(connection, requestHead.length + 20 + length)
     out.set(requestHead, connection.outAt)
-    let at = connection.outAt + requestHead.length
-    let digits = 1
-    for (let rest = length; rest >= 10; rest = Math.floor(rest / 10)) digits++
-    for (let i = digits - 1, rest = length; i >= 0; i--, rest = Math.floor(rest / 10)) out[at + i] = 0x30 + rest % 10
-    at += digits
+    let at = decimal(length, out, connection.outAt + requestHead.length)
     out[at] = out[at + 2] = 0x0d
     out[at + 1] = out[at + 3] = 0x0a
     at += 4
-    connection.outAt = at + out.write(body, at, 'latin1')
+    if (batchSize === 1) {
+      out.set(items[0].body, at)
+      connection.outAt = at + items[0].body.length
+      return
+    }
+    out[at++] = 0x5b
+    for (let i = 0; i < items.length; i++) {
+      if (i > 0) out[at++] = 0x2c
+      out.set(items[i].body, at)
+      at += items[i].body.length
+    }
+    out[at++] = 0x5d
+    connection.outAt = at
+  }
+
+  /** Writes the decimal digits of a whole number ≥ 0 at `at`; answers where they end. */
+  const decimal = (value: number, out: Uint8Array, at: number): number => {
+    let digits = 1
+    for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++
+    for (let i = digits - 1, rest = value; i >= 0; i--, rest = Math.floor(rest / 10)) out[at + i] = 0x30 + rest % 10
+    return at + digits
   }
 
   /** The connection's buffer for this turn's requests, with room for `bytes` more. */
@@ -507,39 +531,90 @@ export function deliveryThread (
       // the events waiting now, no more than batchSize; one event's body is its object, a batch's an array
       const items: Item[] = []
       while (items.length < batchSize && lane.head < lane.items.length) items.push(shift(lane))
-      const body = batchSize === 1 ? items[0].body : `[${items.map((item) => item.body).join(',')}]`
-      new Attempt(lane, items, body, 0, settings.retryInterval).post()
+      new Attempt(lane, items, 0, settings.retryInterval).post()
     }
   }
 
-  /** A message's payload as the JSON text of its body (a binary string). */
-  const payloadJson = (bytes: Buffer, start: number, end: number): string => {
-    const { encoding } = settings
-    // base64 and base62 are ASCII
-    if (encoding !== 'none') return `"${encodePayload(bytes, encoding, start, end)}"`
-    const text = bytes.toString('latin1', start, end)
-    return NOT_PLAIN.test(text) ? binary(JSON.stringify(bytes.toString('utf8', start, end))) : `"${text}"`
+  /** Copies `bytes[start, end)` to `out` at `at`; answers where the copy ends. */
+  const copy = (bytes: Uint8Array, start: number, end: number, out: Uint8Array, at: number): number => {
+    // a short field (an id, a topic) is copied a byte at a time: cheaper than the view a set() of part of a buffer needs
+    if (end - start > 64) out.set(bytes.subarray(start, end), at)
+    else for (let i = start; i < end; i++) out[at + i - start] = bytes[i]
+    return at + end - start
   }
 
-  /** Puts an event on its client's lane. */
-  const place = (touched: Set<Lane>, key: string, size: number, body: string): void => {
-    const lane = laneOf(key)
-    lane.load++
-    lane.items.push({ key, size, body })
-    touched.add(lane)
+  /** Copies all of `bytes` to `out` at `at` (a constant part: no view made); answers where the copy ends. */
+  const put = (bytes: Uint8Array, out: Uint8Array, at: number): number => {
+    out.set(bytes, at)
+    return at + bytes.length
+  }
+
+  /** Whether bytes go into a JSON string as they are: printable ASCII, neither `"` nor `\`. */
+  const plain = (bytes: Uint8Array, start: number, end: number): boolean => {
+    for (let i = start; i < end; i++) {
+      const b = bytes[i]
+      if (b < 0x20 || b > 0x7e || b === 0x22 || b === 0x5c) return false
+    }
+    return true
+  }
+
+  /** The message.publish event's JSON body, written from its fields in the batch's bytes to `bodies`. */
+  const publishBody = (bytes: Buffer, r: BatchRecord): Uint8Array => {
+    const { encoding } = settings
+    const raw = encoding === 'none' && plain(bytes, r.payloadStart, r.payloadEnd)
+    // a payload that is not written as it is: its JSON string (UTF-8 text, or base64/base62, which are ASCII)
+    const text = raw ? '' : encoding === 'none' ? JSON.stringify(bytes.toString('utf8', r.payloadStart, r.payloadEnd)) : `"${encodePayload(bytes, encoding, r.payloadStart, r.payloadEnd)}"`
+    const payloadBytes = raw ? r.payloadEnd - r.payloadStart + 2 : text.length * 3
+    const need = payloadBytes + r.keyEnd - r.keyStart + r.userEnd - r.userStart + r.topicEnd - r.topicStart + publishPartsBytes + 32
+    if (bodies.bytes.length - bodies.at < need) {
+      bodies.bytes = Buffer.allocUnsafeSlow(Math.max(BODY_BYTES, need))
+      bodies.at = 0
+    }
+    const out = bodies.bytes
+    const start = bodies.at
+    let at = put(openBody, out, start)
+    at = copy(bytes, r.keyStart, r.keyEnd, out, at)
+    at = put(toUsername, out, at)
+    at = copy(bytes, r.userStart, r.userEnd, out, at)
+    at = put(toTopic, out, at)
+    at = copy(bytes, r.topicStart, r.topicEnd, out, at)
+    at = put(toQos, out, at)
+    out[at++] = 0x30 + r.qos
+    at = put(r.retain ? toPayloadRetained : toPayload, out, at)
+    if (raw) {
+      out[at++] = 0x22
+      at = copy(bytes, r.payloadStart, r.payloadEnd, out, at)
+      out[at++] = 0x22
+    } else at += out.write(text, at, 'utf8')
+    at = put(toTs, out, at)
+    if (r.ts !== lastTs.ms) {
+      lastTs.ms = r.ts
+      lastTs.length = decimal(r.ts, lastTs.digits, 0)
+    }
+    at = copy(lastTs.digits, 0, lastTs.length, out, at)
+    out[at++] = 0x7d
+    bodies.at = at
+    return new Uint8Array(out.buffer, out.byteOffset + start, at - start)
+  }
+
+  /** A hash of a client id's JSON text: FNV-1a. */
+  const keyOf = (bytes: Uint8Array, start: number, end: number): number => {
+    let hash = 0x811c9dc5
+    for (let i = start; i < end; i++) hash = Math.imul(hash ^ bytes[i], 0x01000193)
+    return hash
   }
 
   port.on('message', (message) => {
     if (state.stopped || message.type !== 'events') return
     const bytes = Buffer.from(message.bytes, 0, message.length)
     const touched = new Set<Lane>()
-    readBatch(bytes, message.length, {
-      body: (key, size, body) => place(touched, key, size, body),
-      publish: (key, size, username, topic, qos, retain, ts, payloadStart, payloadEnd) => {
-        // written field by field: a third cheaper than JSON.stringify of an object made for it
-        place(touched, key, size, `{"action":"message_publish","node":${nodeJson},"from_client_id":${key},"from_username":${username},` +
-          `"topic":${topic},"qos":${qos},"retain":${retain},"payload":${payloadJson(bytes, payloadStart, payloadEnd)},"ts":${ts}}`)
-      }
+    readBatch(bytes, message.length, (r) => {
+      const body = r.kind === 0 ? new Uint8Array(bytes.buffer, bytes.byteOffset + r.bodyStart, r.bodyEnd - r.bodyStart) : publishBody(bytes, r)
+      const key = keyOf(bytes, r.keyStart, r.keyEnd)
+      const lane = laneOf(key)
+      lane.load++
+      lane.items.push({ key, size: r.size, body })
+      touched.add(lane)
     })
     for (const lane of touched) start(lane)
   })

@@ -49,12 +49,15 @@ t.test('a client session from connect to disconnect, and its messages', async (t
 
   const pub = await node.mqtt({ clientId: 'pub-1', username: 'bob' })
   const received = new Promise((resolve) => sub.once('message', resolve))
+  const publishedFrom = Date.now()
   await pub.publishAsync('sensors/1/temp', '21.5 °C', { qos: 1 })
+  const publishedTo = Date.now()
   await received
   const message = { from_client_id: 'pub-1', from_username: 'bob', topic: 'sensors/1/temp', qos: 1, retain: false, payload: '21.5 °C', ts: Number }
   const published = await body('message_publish', 'pub-1')
   t.match(published, { action: 'message_publish', node: NODE, ...message })
   t.same(Object.keys(published).sort(), ['action', 'from_client_id', 'from_username', 'node', 'payload', 'qos', 'retain', 'topic', 'ts'])
+  t.ok((published.ts as number) >= publishedFrom && (published.ts as number) <= publishedTo, `ts ${String(published.ts)} is when it was published (${publishedFrom}–${publishedTo})`)
   const delivered = await e.waitFor((h) => h.body.action === 'message_delivered' && h.body.clientid === 'sub-1', 20_000, 'message_delivered')
   t.match(delivered.body, { action: 'message_delivered', node: NODE, clientid: 'sub-1', username: 'alice', ...message })
   const acked = await e.waitFor((h) => h.body.action === 'message_acked' && h.body.clientid === 'sub-1', 20_000, 'message_acked')

@@ -1,5 +1,5 @@
 // The batch the event loop writes and the delivery thread reads (handover.ts):
-// every field comes back as the JSON text the body needs, in UTF-8 bytes,
+// every field comes back as the JSON text the body needs, in UTF-8 bytes (read at the offsets the thread is given),
 // whatever the string holds, and a batch that outgrows its buffer keeps all of it.
 import t from 'tap'
 import { Batch, readBatch } from '../handover.js'
@@ -10,12 +10,16 @@ function read (batch: Batch): { events: number, size: number, read: Read[] } {
   const { bytes, length, events, size } = batch.take()
   const view = Buffer.from(bytes)
   const out: Read[] = []
-  // the thread's strings are UTF-8 read as latin1: decode them back to compare
-  const text = (binary: string): string => Buffer.from(binary, 'latin1').toString('utf8')
-  readBatch(view, length, {
-    body: (key, size, body) => out.push({ kind: 'body', key: text(key), size, fields: [JSON.parse(text(body))] }),
-    publish: (key, size, username, topic, qos, retain, ts, start, end) =>
-      out.push({ kind: 'publish', key: text(key), size, fields: [JSON.parse(text(username)), JSON.parse(text(topic)), qos, retain, ts, view.subarray(start, end).toString('hex')] })
+  const text = (start: number, end: number): string => view.toString('utf8', start, end)
+  readBatch(view, length, (r) => {
+    const key = text(r.keyStart, r.keyEnd)
+    if (r.kind === 0) out.push({ kind: 'body', key, size: r.size, fields: [JSON.parse(text(r.bodyStart, r.bodyEnd))] })
+    else {
+      out.push({
+        kind: 'publish', key, size: r.size,
+        fields: [JSON.parse(text(r.userStart, r.userEnd)), JSON.parse(text(r.topicStart, r.topicEnd)), r.qos, r.retain, r.ts, view.subarray(r.payloadStart, r.payloadEnd).toString('hex')]
+      })
+    }
   })
   return { events, size, read: out }
 }
