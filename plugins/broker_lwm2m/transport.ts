@@ -94,7 +94,10 @@ export function wellFormed (msg: Buffer): boolean {
   }
 }
 
-/** The last byte is 0xff: a payload of one 0xff byte, or a marker with nothing after it (a format error)? Walks the options to find out. */
+/**
+ * The last byte is 0xff: a payload marker with nothing after it (a format error), or a byte of a payload, of an
+ * option's value or of the token (a random token ends in 0xff one time in 256)? Walks the options to find out.
+ */
 function payloadMarkerInside (msg: Buffer, start: number): boolean {
   let at = start
   while (at < msg.length) {
@@ -112,7 +115,8 @@ function payloadMarkerInside (msg: Buffer, start: number): boolean {
     }
     at += length
   }
-  return false
+  // no marker: the 0xff ends the token or an option's value (an option that runs past the end is cut short)
+  return at === msg.length
 }
 
 /** Routes `real`'s datagrams to a coap Server (its 'request' events are the devices' requests) and an Agent. */

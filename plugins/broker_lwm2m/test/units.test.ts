@@ -189,6 +189,11 @@ t.test('datagram checks beyond coap-packet\'s', async (t) => {
   t.notOk(wellFormed(hex('40 e0 00 01')), 'code class 7')
   t.notOk(wellFormed(hex('41 00 00 01 aa')), 'an empty message with a token')
   t.notOk(wellFormed(hex('40 01 00 01 ff')), 'a payload marker and no payload')
+  // a device's answer to a command whose random token ends in 0xff was dropped as malformed: the command timed out (5.04)
+  t.ok(wellFormed(hex('68 44 00 01 0c 36 f2 a9 ac 1c 7b ff')), 'an ACK 2.04 whose token ends in 0xff, no options, no payload')
+  t.ok(wellFormed(hex('40 45 00 01 61 ff')), 'an option value ending in 0xff, no payload')
+  t.notOk(wellFormed(hex('40 45 00 01 62 ff')), 'an option cut short')
+  t.notOk(wellFormed(hex('42 45 00 01 aa ff 61 01 ff')), 'a token ending in 0xff, an option, a marker and no payload')
 })
 
 t.test('settings: defaults, durations, and refusals', async (t) => {
