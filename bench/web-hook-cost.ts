@@ -37,10 +37,13 @@ function processCpuMs (): number {
   return (usage.user + usage.system) / 1000
 }
 
+/** The ten publishers' connections (a node keeps one ClientInfo per connection). */
+const publishers = Array.from({ length: 10 }, (_, n) => ({ clientId: `bench-pub-${n}`, username: undefined, ipAddress: '127.0.0.1', protoVer: 4, mountpoint: '', zone: 'external' }) as unknown as ClientInfo)
+
 /** A message as `message.accepted` sees it, with its publisher. */
 const message = (n: number): [MessageInfo, ClientInfo] => [
   { topic: `bench/in/${n % 10}`, payload: PAYLOAD, qos: 1, retain: false, from: `bench-pub-${n % 10}` },
-  { clientId: `bench-pub-${n % 10}`, username: undefined, ipAddress: '127.0.0.1', protoVer: 4, mountpoint: '', zone: 'external' } as unknown as ClientInfo
+  publishers[n % 10]
 ]
 
 async function runCase (kind: Case, events: number, endpoint: Server): Promise<Figures> {
@@ -77,7 +80,7 @@ async function runCase (kind: Case, events: number, endpoint: Server): Promise<F
       node: 'bench@127.0.0.1',
       encoding: 'none',
       offer: (item) => delivery.offer(item),
-      publish: (size, message, username) => delivery.publish(size, message, username),
+      publish: (size, message, username, publisher) => delivery.publish(size, message, username, publisher),
       room: () => delivery.room,
       drop: () => delivery.drop(),
       count: () => {},

@@ -75,6 +75,11 @@ export class Delivery {
   /** set for LOG_EVERY_MS after drops were logged */
   #dropsLogged: NodeJS.Timeout | undefined
   #down = false
+  /** the clock's reading for this callback's events (`#now`), -1 when none was read */
+  #stamp = -1
+  readonly #unstamp = (): void => { this.#stamp = -1 }
+  // made once: an arrow written in a method that runs per event would make V8 allocate a context for `this` on each call
+  readonly #sendNow = (): void => this.#send()
 
   constructor (options: DeliveryOptions) {
     this.#options = options
@@ -123,11 +128,23 @@ export class Delivery {
     this.#taken()
   }
 
-  /** Takes a message.publish to post (its fields, stamped now: the delivery thread writes the body), or drops it. Never waits. */
-  publish (size: number, message: MessageInfo, username: string | null): void {
+  /** Takes a message.publish to post (its fields, stamped now: the delivery thread writes the body), or drops it. Never waits. `publisher`: see Batch.publish. */
+  publish (size: number, message: MessageInfo, username: string | null, publisher?: object): void {
     if (!this.#fits(size)) return
-    this.#batch.publish(size, message, username, Date.now())
+    this.#batch.publish(size, message, username, this.#now(), publisher)
     this.#taken()
+  }
+
+  /**
+   * The time in ms, read once for the events of one callback of the event loop (the clock is read again after
+   * the microtasks that follow it): the events a socket read brings share one reading of the clock.
+   */
+  #now (): number {
+    if (this.#stamp < 0) {
+      this.#stamp = Date.now()
+      queueMicrotask(this.#unstamp)
+    }
+    return this.#stamp
   }
 
   /** Whether an event of `size` bytes may join the queue; one that may not is dropped (counted). */
@@ -141,7 +158,7 @@ export class Delivery {
   #taken (): void {
     // each message to the thread wakes it, and each lane it reaches writes to its connection: one batch per
     // batch_time keeps that a small part of the work at any rate of events
-    this.#flush ??= setTimeout(() => this.#send(), this.#options.batchTime)
+    this.#flush ??= setTimeout(this.#sendNow, this.#options.batchTime)
   }
 
   /** Stops posting: waiting events are forgotten, requests under way end, the alarm is cleared. */

@@ -18,8 +18,8 @@ export interface EventSink {
   node: string
   encoding: PayloadEncoding
   offer: (item: Pending) => void
-  /** a message.publish by its fields, `size` bytes while it waits (the delivery thread writes its body), or dropped when the queue is full */
-  publish: (size: number, message: MessageInfo, username: string | null) => void
+  /** a message.publish by its fields, `size` bytes while it waits (the delivery thread writes its body), or dropped when the queue is full; `publisher`: its client's connection, when a client published it */
+  publish: (size: number, message: MessageInfo, username: string | null, publisher?: ClientInfo) => void
   /** false when the queue is full: the event is dropped before anything is made for it */
   room: () => boolean
   /** counts an event dropped for want of room */
@@ -125,7 +125,7 @@ export function eventHandlers (sink: EventSink, events: ReadonlyMap<EventName, T
     sink.count('message.publish')
     // the queue's room is checked once, by the sink, which drops (counted) when it is full
     const username = name(publisher !== undefined || from === undefined ? publisher?.username : sink.username(from))
-    sink.publish(sizeOf({ clientId: from ?? '' }, topic, m.payload), m, username)
+    sink.publish(sizeOf({ clientId: from ?? '' }, topic, m.payload), m, username, publisher)
   })
 
   const delivered = (event: 'message.delivered' | 'message.acked', action: string): void => {

@@ -29,10 +29,18 @@ const FIRST_BYTES = 16 * 1024
 /** Bytes the JSON text of a string (or null) may take in a record: its u32 length, and at most 6 bytes a character (JSON.stringify writes at most 6 characters for one, each at most 3 bytes when not escaped) and its quotes. */
 const jsonRoom = (value: string | null): number => value === null ? 8 : value.length * 6 + 6
 
+/** A publisher's client id, user name and last topic, and their JSON texts as a record holds them (u32 length, then the text). */
+interface PublisherText { from: string | null, username: string | null, head: Uint8Array, topic: string, topicText: Uint8Array | undefined }
+
+/** A copy of `bytes[start, end)` (the batch's buffer is transferred: a view would not outlive it). */
+const copyOf = (bytes: Uint8Array, start: number, end: number): Uint8Array => new Uint8Array(bytes.subarray(start, end))
+
 /** Events written for the thread since the last `take`. */
 export class Batch {
   #bytes = Buffer.from(new ArrayBuffer(FIRST_BYTES))
   #at = 0
+  /** per publisher (see `publish`), the texts written for its last message */
+  readonly #publishers = new WeakMap<object, PublisherText>()
   /** events written and their sizes */
   events = 0
   size = 0
@@ -46,12 +54,40 @@ export class Batch {
     this.#at = at + 4 + length
   }
 
-  /** A message.publish: its fields, its publisher the key; `ts` in ms. */
-  publish (size: number, message: MessageInfo, username: string | null, ts: number): void {
+  /**
+   * A message.publish: its fields, its publisher the key; `ts` in ms. `publisher` (its connection's ClientInfo, when
+   * a client published it) keeps the JSON texts of its client id and user name, and of its last topic, for its next
+   * message: a device publishes to the same topic again and again, and those bytes are then copied, not written again.
+   */
+  publish (size: number, message: MessageInfo, username: string | null, ts: number, publisher?: object): void {
     const { from = null, topic, payload } = message
-    this.#room(5 + jsonRoom(from) + jsonRoom(username) + jsonRoom(topic) + 14 + payload.length)
+    const known = publisher === undefined ? undefined : this.#publishers.get(publisher)
+    const same = known !== undefined && known.from === from && known.username === username
+    const topicText = same && known.topic === topic ? known.topicText : undefined
+    this.#room(5 + (same ? known.head.length : jsonRoom(from) + jsonRoom(username)) + (topicText !== undefined ? topicText.length : jsonRoom(topic)) + 14 + payload.length)
     const bytes = this.#bytes
-    let at = this.#json(topic, this.#json(username, this.#json(from, this.#head(PUBLISH, size))))
+    const headAt = this.#head(PUBLISH, size)
+    let at: number
+    if (same) {
+      bytes.set(known.head, headAt)
+      const topicAt = headAt + known.head.length
+      if (topicText !== undefined) {
+        bytes.set(topicText, topicAt)
+        at = topicAt + topicText.length
+      } else {
+        at = this.#json(topic, topicAt)
+        // kept once it comes twice in a row: a client that publishes to one topic after another makes no copy each time
+        if (known.topic === topic) known.topicText = copyOf(bytes, topicAt, at)
+        else {
+          known.topic = topic
+          known.topicText = undefined
+        }
+      }
+    } else {
+      const topicAt = this.#json(username, this.#json(from, headAt))
+      at = this.#json(topic, topicAt)
+      if (publisher !== undefined) this.#publishers.set(publisher, { from, username, head: copyOf(bytes, headAt, topicAt), topic, topicText: undefined })
+    }
     bytes[at] = message.qos
     bytes[at + 1] = message.retain ? 1 : 0
     bytes.writeDoubleLE(ts, at + 2)

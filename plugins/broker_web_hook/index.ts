@@ -62,7 +62,7 @@ export default definePlugin<WebHookConfig>({
       node: ctx.node.name,
       encoding: config['web.hook.encode_payload'],
       offer: (item) => delivery.offer(item),
-      publish: (size, message, username) => delivery.publish(size, message, username),
+      publish: (size, message, username, publisher) => delivery.publish(size, message, username, publisher),
       room: () => delivery.room,
       drop: () => delivery.drop(),
       count: (event) => perEvent.get(event)?.inc(),

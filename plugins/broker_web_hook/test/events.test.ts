@@ -67,6 +67,18 @@ t.test('a client session from connect to disconnect, and its messages', async (t
   t.same(await body('client_unsubscribe', 'sub-1'), { action: 'client_unsubscribe', node: NODE, clientid: 'sub-1', username: 'alice', topic: 'sensors/+/temp', opts: {} })
   t.same(await body('session_unsubscribed', 'sub-1'), { action: 'session_unsubscribed', node: NODE, clientid: 'sub-1', username: 'alice', topic: 'sensors/+/temp' })
 
+  // the same publisher and topic again, later, no longer delivered to sub-1 (its texts are then kept and copied): each body its own payload and time
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const againFrom = Date.now()
+  await pub.publishAsync('sensors/1/temp', '22.0 °C', { qos: 1 })
+  await pub.publishAsync('sensors/1/temp', '22.5 °C', { qos: 0 })
+  const againTo = Date.now()
+  const again = await e.waitFor((h) => h.body.action === 'message_publish' && h.body.payload === '22.5 °C', 20_000, 'the third message_publish')
+  const second = e.hits.find((h) => h.body.action === 'message_publish' && h.body.payload === '22.0 °C')
+  t.match(second?.body, { ...message, payload: '22.0 °C', qos: 1 })
+  t.match(again.body, { ...message, payload: '22.5 °C', qos: 0 })
+  for (const body of [second?.body, again.body]) t.ok((body?.ts as number) >= againFrom && (body?.ts as number) <= againTo, `a later message's ts ${String(body?.ts)} is its own time (${againFrom}–${againTo})`)
+
   await end(pub)
   const disconnected = await body('client_disconnected', 'pub-1')
   t.match(disconnected, { action: 'client_disconnected', node: NODE, clientid: 'pub-1', username: 'bob', reason: 'normal', disconnected_at: Number })

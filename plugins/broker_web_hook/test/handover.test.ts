@@ -21,6 +21,8 @@ function read (batch: Batch): { events: number, size: number, read: Read[] } {
       })
     }
   })
+  // the buffer is transferred to the delivery thread: detached here, as postMessage leaves it
+  structuredClone(bytes, { transfer: [bytes] })
   return { events, size, read: out }
 }
 
@@ -51,4 +53,37 @@ t.test('a batch larger than its buffer grows and keeps every event; the next bat
   t.same(got.map((r) => r.fields[1]), Array.from({ length: 100 }, (_, n) => `t/${n}`))
   t.ok(got.every((r) => r.fields[5] === payload.toString('hex')), 'every payload whole')
   t.same(read(batch), { events: 0, size: 0, read: [] })
+})
+
+t.test("a publisher's texts kept for its next message are the ones its message has, in this batch and the next", async (t) => {
+  const batch = new Batch()
+  const connection = {}
+  const other = {}
+  const send = (on: object, from: string | undefined, username: string | null, topic: string, n: number): void =>
+    batch.publish(300, { topic, payload: Buffer.from([n]), qos: 1, retain: false, from }, username, n, on)
+  // the same topic three times (kept from the second), then another, then back; the user name and the id change
+  send(connection, 'dev-1', 'alice', 'up/1', 1)
+  send(connection, 'dev-1', 'alice', 'up/1', 2)
+  send(other, 'dev-2', null, 'up/"2"', 3)
+  send(connection, 'dev-1', 'alice', 'up/1', 4)
+  send(connection, 'dev-1', 'alice', 'down/é', 5)
+  send(connection, 'dev-1', 'alice', 'up/1', 6)
+  send(connection, 'dev-1', 'bob', 'up/1', 7)
+  send(connection, 'dev-1b', 'bob', 'up/1', 8)
+  const first = read(batch).read
+  send(connection, 'dev-1b', 'bob', 'up/1', 9)
+  send(connection, 'dev-1b', 'bob', 'up/1', 10)
+  const next = read(batch).read
+  const fields = (got: Read[]): unknown[] => got.map((r) => [r.key, r.fields[0], r.fields[1], r.fields[4], r.fields[5]])
+  t.same(fields(first), [
+    ['"dev-1"', 'alice', 'up/1', 1, '01'],
+    ['"dev-1"', 'alice', 'up/1', 2, '02'],
+    ['"dev-2"', null, 'up/"2"', 3, '03'],
+    ['"dev-1"', 'alice', 'up/1', 4, '04'],
+    ['"dev-1"', 'alice', 'down/é', 5, '05'],
+    ['"dev-1"', 'alice', 'up/1', 6, '06'],
+    ['"dev-1"', 'bob', 'up/1', 7, '07'],
+    ['"dev-1b"', 'bob', 'up/1', 8, '08']
+  ])
+  t.same(fields(next), [['"dev-1b"', 'bob', 'up/1', 9, '09'], ['"dev-1b"', 'bob', 'up/1', 10, '0a']], 'texts kept across batches: copies, not views of a transferred buffer')
 })
