@@ -23,10 +23,13 @@
 // not a library: a POST here is one request head written from a template and
 // one answer framed (status line, then content-length, chunked or
 // close-delimited bytes, skipped; a head equal to the last one parsed is
-// compared, not parsed again). With the bodies and requests written as bytes
-// (no string per event: a message.publish body is written from the batch's
-// bytes, another event's body is a view of them) it costs the thread 1.1 µs
-// of CPU per POST at 36 000 POSTs/s (0.7 at 150 000) where undici's Client,
+// compared, not parsed again; a run of equal answers with no body, compared
+// at once). Each event's whole request (with `batchSize` 1) is written as bytes
+// when the event comes, one after the other in a buffer (no string per event:
+// a message.publish body from the batch's fields, another event's copied), so
+// the requests a connection sends in one turn, events that came in order, are
+// mostly one range of that buffer, written as it is. It costs the thread 1.1 µs
+// of CPU per POST at 36 000 POSTs/s (0.6 at 150 000) where undici's Client,
 // pipelined and corked, cost 6.5–9.0 at 35 000 (bench/README.md, web hook section). What it leaves out, as an endpoint of this plugin does
 // not need it: redirects, compression, streamed bodies, HTTP/2.
 //
@@ -86,16 +89,19 @@ export interface Sockets { net: typeof Net, tls: typeof Tls }
 
 /**
  * Runs the delivery on `port`; answers a function that stops it (requests under way end, waiting events are forgotten).
- * An event's body is bytes (UTF-8 JSON): a view of the batch it came in, or of the buffer its message.publish body
- * was written to; the view keeps those bytes until the event settles.
+ * An event's request (or, in batch mode, its body) is bytes written to a buffer of `bodies`, which it keeps until it
+ * settles; those bytes never change once written.
  */
 export function deliveryThread (
   port: ThreadPort, settings: ThreadSettings, sockets: Sockets,
   encodePayload: (bytes: Buffer, encoding: PayloadEncoding, start: number, end: number) => string,
   readBatch: typeof ReadBatch
 ): () => Promise<void> {
-  /** `key`: a hash of the client id's bytes (two clients that share one share a lane: still each in order) */
-  interface Item { key: number, size: number, body: Uint8Array }
+  /**
+   * `key`: a hash of the client id's bytes (two clients that share one share a lane: still each in order).
+   * `bytes[start, end)`: with `batchSize` 1, the whole request (head and body, written when the event came); else its body.
+   */
+  interface Item { key: number, size: number, bytes: Uint8Array, start: number, end: number }
   /** A queue taken from the front: `items` from `head` on */
   interface Fifo<T> { items: T[], head: number }
   /** The lane's events not started yet are its Fifo */
@@ -119,7 +125,15 @@ export function deliveryThread (
   /** One keep-alive connection: the requests written on it and not answered yet, in order, and the answer being read. */
   interface Connection {
     socket: Net.Socket
-    /** the requests of this turn, `outAt` bytes of `out`, written together at its end */
+    /** a turn's requests are under way: written together at its end (`flush`), sent at `turnAt` (ms) */
+    turn: boolean
+    turnAt: number
+    flushNow: () => void
+    /**
+     * the requests of this turn: while they lie one after the other in one buffer, as events that came in order
+     * do, that range of it (written as it is); else `outAt` bytes of `out`, copied there
+     */
+    range: { bytes: Uint8Array | undefined, start: number, end: number }
     out: Buffer
     outAt: number
     /** requests written and not answered, oldest first */
@@ -162,14 +176,18 @@ export function deliveryThread (
   const publishParts = [`{"action":"message_publish","node":${JSON.stringify(settings.node)},"from_client_id":`, ',"from_username":', ',"topic":', ',"qos":',
     ',"retain":true,"payload":', ',"retain":false,"payload":', ',"ts":'].map((text) => Buffer.from(text, 'utf8'))
   const [openBody, toUsername, toTopic, toQos, toPayloadRetained, toPayload, toTs] = publishParts
-  const publishPartsBytes = publishParts.reduce((sum, part) => sum + part.length, 0)
+  /** the bytes of the constant parts a body has: all but one of the two `retain` parts */
+  const publishPartsBytes = publishParts.reduce((sum, part) => sum + part.length, 0) - toPayloadRetained.length
+  const publishPartsRetained = publishPartsBytes - toPayload.length + toPayloadRetained.length
   /** the digits of the last message.publish's ts: the events of one millisecond share them */
   const lastTs = { ms: -1, digits: Buffer.alloc(24), length: 0 }
-  /** message.publish bodies are written one after the other in a buffer of this size, a new one when it is full */
+  /** events' requests (or bodies) are written one after the other in a buffer of this size, a new one when it is full */
   const BODY_BYTES = 256 * 1024
   const bodies = { bytes: Buffer.allocUnsafeSlow(BODY_BYTES), at: 0 }
   /** the last answer head read in full, with what it says: an endpoint's answers are mostly the same bytes, read again without parsing */
-  let lastHead: { bytes: Buffer, head: Head } | undefined
+  let lastHead: { bytes: Buffer, head: Head, run: Buffer | undefined } | undefined
+  /** of an answer with no body, `run` holds this many copies of its bytes */
+  const RUN = 64
 
   /** The front of a queue, taken off it. */
   const shift = <T>(fifo: Fifo<T>): T => {
@@ -226,7 +244,10 @@ export function deliveryThread (
       : sockets.net.connect({ host: hostname, port: portNumber })
     socket.setNoDelay(true)
     socket.setKeepAlive(true, 60_000)
-    const connection: Connection = { socket, out: Buffer.allocUnsafeSlow(OUT_BYTES), outAt: 0, unanswered: { items: [], head: 0 }, timer: undefined, ended: false, rest: undefined, framing: 'head', status: 0, left: 0 }
+    const connection: Connection = {
+      socket, turn: false, turnAt: 0, flushNow: () => flush(connection), range: { bytes: undefined, start: 0, end: 0 }, out: Buffer.allocUnsafeSlow(OUT_BYTES), outAt: 0,
+      unanswered: { items: [], head: 0 }, timer: undefined, ended: false, rest: undefined, framing: 'head', status: 0, left: 0
+    }
     lane.connection = connection
     socket.on('data', (data: Buffer) => read(lane, connection, data))
     socket.on('error', (err) => end(lane, connection, err))
@@ -306,10 +327,23 @@ export function deliveryThread (
       }
       if (framing === 'close') return
       const known = lastHead
-      if (framing === 'head' && known !== undefined && data.length - at >= known.bytes.length && data.compare(known.bytes, 0, known.bytes.length, at, at + known.bytes.length) === 0) {
-        at += known.bytes.length
-        if (!answer(lane, connection, known.head)) return
-        continue
+      if (framing === 'head' && known !== undefined) {
+        const size = known.bytes.length
+        // answers with no body, back to back (a fast endpoint's to pipelined requests): up to RUN of them compared at once
+        const run = known.run
+        const count = run === undefined ? 0 : Math.min(RUN, Math.floor((data.length - at) / size), connection.unanswered.items.length - connection.unanswered.head)
+        if (run !== undefined && count > 1 && data.compare(run, 0, count * size, at, at + count * size) === 0) {
+          for (let i = 0; i < count; i++) {
+            at += size
+            if (!answer(lane, connection, known.head)) return
+          }
+          continue
+        }
+        if (data.length - at >= size && data.compare(known.bytes, 0, size, at, at + size) === 0) {
+          at += size
+          if (!answer(lane, connection, known.head)) return
+          continue
+        }
       }
       if (framing === 'trailers' && data[at] === 0x0d && data[at + 1] === 0x0a) {
         // no trailer fields: the empty line alone
@@ -337,7 +371,8 @@ export function deliveryThread (
       else {
         const head = headOf(text)
         if (typeof head === 'string') return fail(head)
-        lastHead = { bytes: Buffer.from(data.subarray(from, at)), head }
+        const bytes = Buffer.from(data.subarray(from, at))
+        lastHead = { bytes, head, run: head.body === 'none' ? Buffer.concat(Array.from({ length: RUN }, () => bytes)) : undefined }
         if (!answer(lane, connection, head)) return
       }
     }
@@ -406,10 +441,14 @@ export function deliveryThread (
     /** Writes the request at the end of this turn, with the others the lane starts in it. */
     post (): void {
       const connection = connectionOf(this.lane)
-      this.sentAt = Date.now()
+      if (!connection.turn) {
+        connection.turn = true
+        connection.turnAt = Date.now()
+        queueMicrotask(connection.flushNow)
+      }
+      this.sentAt = connection.turnAt
       connection.unanswered.items.push(this)
       connection.timer ??= setTimeout(watch, settings.timeout, this.lane, connection)
-      if (connection.outAt === 0) queueMicrotask(() => flush(connection))
       append(connection, this.items)
     }
 
@@ -445,30 +484,52 @@ export function deliveryThread (
     }
   }
 
-  /** Adds a request to the bytes the connection writes at the end of this turn: one event's body, or a batch's array of them. */
+  /** Adds a request to the bytes the connection writes at the end of this turn: one event's (written whole), or a batch's array of bodies. */
   const append = (connection: Connection, items: Item[]): void => {
+    if (batchSize === 1) return place(connection, items[0])
     // the head copied, the length's digits and the blank line written a byte at a time: no string made for the request
-    let length = batchSize === 1 ? 0 : items.length + 1
-    for (const item of items) length += item.body.length
+    let length = items.length + 1
+    for (const item of items) length += item.end - item.start
     const out = room(connection, requestHead.length + 20 + length)
-    out.set(requestHead, connection.outAt)
-    let at = decimal(length, out, connection.outAt + requestHead.length)
-    out[at] = out[at + 2] = 0x0d
-    out[at + 1] = out[at + 3] = 0x0a
-    at += 4
-    if (batchSize === 1) {
-      out.set(items[0].body, at)
-      connection.outAt = at + items[0].body.length
-      return
-    }
+    let at = writeHead(length, out, connection.outAt)
     out[at++] = 0x5b
     for (let i = 0; i < items.length; i++) {
       if (i > 0) out[at++] = 0x2c
-      out.set(items[i].body, at)
-      at += items[i].body.length
+      at = copy(items[i].bytes, items[i].start, items[i].end, out, at)
     }
     out[at++] = 0x5d
     connection.outAt = at
+  }
+
+  /** A whole request for this turn: it extends the turn's range when it follows it in the same buffer, else it is copied to `out` (the range first). */
+  const place = (connection: Connection, item: Item): void => {
+    const range = connection.range
+    if (connection.outAt === 0) {
+      if (range.bytes === undefined) {
+        range.bytes = item.bytes
+        range.start = item.start
+        range.end = item.end
+        return
+      }
+      if (range.bytes === item.bytes && range.end === item.start) {
+        range.end = item.end
+        return
+      }
+      const out = room(connection, range.end - range.start)
+      connection.outAt = copy(range.bytes, range.start, range.end, out, 0)
+      range.bytes = undefined
+    }
+    const out = room(connection, item.end - item.start)
+    connection.outAt = copy(item.bytes, item.start, item.end, out, connection.outAt)
+  }
+
+  /** Writes a request's head, for a body of `length` bytes, at `at`; answers where the body goes. */
+  const writeHead = (length: number, out: Uint8Array, at: number): number => {
+    out.set(requestHead, at)
+    at = decimal(length, out, at + requestHead.length)
+    out[at] = out[at + 2] = 0x0d
+    out[at + 1] = out[at + 3] = 0x0a
+    return at + 4
   }
 
   /** Writes the decimal digits of a whole number ≥ 0 at `at`; answers where they end. */
@@ -490,9 +551,14 @@ export function deliveryThread (
   }
 
   const flush = (connection: Connection): void => {
-    const { out, outAt, socket } = connection
+    const { out, outAt, socket, range } = connection
+    const whole = range.bytes
+    connection.turn = false
     connection.outAt = 0
+    range.bytes = undefined
     if (connection.ended) return
+    // the turn's requests as they lie in their buffer (its bytes never change: new requests go after them, or to another)
+    if (whole !== undefined) return void socket.write(whole.subarray(range.start, range.end))
     socket.write(out.subarray(0, outAt))
     // the bytes are the socket's until written: the next turn writes in a new buffer unless they went out at once
     if (secure || socket.writableLength > 0) connection.out = Buffer.allocUnsafeSlow(out.length)
@@ -558,21 +624,48 @@ export function deliveryThread (
     return true
   }
 
-  /** The message.publish event's JSON body, written from its fields in the batch's bytes to `bodies`. */
-  const publishBody = (bytes: Buffer, r: BatchRecord): Uint8Array => {
+  /** Room for `bytes` more in `bodies`: a new buffer when the one in use is full (those written stay as they are). */
+  const bodyRoom = (bytes: number): Uint8Array => {
+    if (bodies.bytes.length - bodies.at < bytes) {
+      bodies.bytes = Buffer.allocUnsafeSlow(Math.max(BODY_BYTES, bytes))
+      bodies.at = 0
+    }
+    return bodies.bytes
+  }
+
+  /** The digits of `ts` in `lastTs` (the events of one millisecond share them). */
+  const tsDigits = (ts: number): number => {
+    if (ts !== lastTs.ms) {
+      lastTs.ms = ts
+      lastTs.length = decimal(ts, lastTs.digits, 0)
+    }
+    return lastTs.length
+  }
+
+  /**
+   * An event's bytes in `bodies`, from its record in the batch: with `batchSize` 1 its whole request, else its body.
+   * A message.publish body is written from its fields, its length known first; another event's is copied.
+   */
+  const itemOf = (bytes: Buffer, r: BatchRecord, key: number): Item => {
+    const whole = batchSize === 1
+    if (r.kind === 0) {
+      const length = r.bodyEnd - r.bodyStart
+      const out = bodyRoom(length + requestHead.length + 24)
+      const start = bodies.at
+      const at = whole ? writeHead(length, out, start) : start
+      bodies.at = copy(bytes, r.bodyStart, r.bodyEnd, out, at)
+      return { key, size: r.size, bytes: out, start, end: bodies.at }
+    }
     const { encoding } = settings
     const raw = encoding === 'none' && plain(bytes, r.payloadStart, r.payloadEnd)
     // a payload that is not written as it is: its JSON string (UTF-8 text, or base64/base62, which are ASCII)
     const text = raw ? '' : encoding === 'none' ? JSON.stringify(bytes.toString('utf8', r.payloadStart, r.payloadEnd)) : `"${encodePayload(bytes, encoding, r.payloadStart, r.payloadEnd)}"`
-    const payloadBytes = raw ? r.payloadEnd - r.payloadStart + 2 : text.length * 3
-    const need = payloadBytes + r.keyEnd - r.keyStart + r.userEnd - r.userStart + r.topicEnd - r.topicStart + publishPartsBytes + 32
-    if (bodies.bytes.length - bodies.at < need) {
-      bodies.bytes = Buffer.allocUnsafeSlow(Math.max(BODY_BYTES, need))
-      bodies.at = 0
-    }
-    const out = bodies.bytes
+    const payloadLength = raw ? r.payloadEnd - r.payloadStart + 2 : encoding === 'none' ? Buffer.byteLength(text) : text.length
+    const length = (r.retain ? publishPartsRetained : publishPartsBytes) + r.keyEnd - r.keyStart + r.userEnd - r.userStart + r.topicEnd - r.topicStart +
+      1 + payloadLength + tsDigits(r.ts) + 1
+    const out = bodyRoom(length + requestHead.length + 24)
     const start = bodies.at
-    let at = put(openBody, out, start)
+    let at = put(openBody, out, whole ? writeHead(length, out, start) : start)
     at = copy(bytes, r.keyStart, r.keyEnd, out, at)
     at = put(toUsername, out, at)
     at = copy(bytes, r.userStart, r.userEnd, out, at)
@@ -585,16 +678,12 @@ export function deliveryThread (
       out[at++] = 0x22
       at = copy(bytes, r.payloadStart, r.payloadEnd, out, at)
       out[at++] = 0x22
-    } else at += out.write(text, at, 'utf8')
+    } else at += bodies.bytes.write(text, at, 'utf8')
     at = put(toTs, out, at)
-    if (r.ts !== lastTs.ms) {
-      lastTs.ms = r.ts
-      lastTs.length = decimal(r.ts, lastTs.digits, 0)
-    }
     at = copy(lastTs.digits, 0, lastTs.length, out, at)
     out[at++] = 0x7d
     bodies.at = at
-    return new Uint8Array(out.buffer, out.byteOffset + start, at - start)
+    return { key, size: r.size, bytes: out, start, end: at }
   }
 
   /** A hash of a client id's JSON text: FNV-1a. */
@@ -609,11 +698,10 @@ export function deliveryThread (
     const bytes = Buffer.from(message.bytes, 0, message.length)
     const touched = new Set<Lane>()
     readBatch(bytes, message.length, (r) => {
-      const body = r.kind === 0 ? new Uint8Array(bytes.buffer, bytes.byteOffset + r.bodyStart, r.bodyEnd - r.bodyStart) : publishBody(bytes, r)
       const key = keyOf(bytes, r.keyStart, r.keyEnd)
       const lane = laneOf(key)
       lane.load++
-      lane.items.push({ key, size: r.size, body })
+      lane.items.push(itemOf(bytes, r, key))
       touched.add(lane)
     })
     for (const lane of touched) start(lane)

@@ -199,3 +199,35 @@ t.test('an endpoint that closes mid-answer: the event is retried and accepted', 
   t.same(e.bodies.map((body) => body.n), [1, 1], 'posted twice')
   t.equal(counts.failed, 0)
 })
+
+t.test('pipelined answers read together: a run of equal ones compared at once, and one that differs inside it, each its own request\'s', async (t) => {
+  const failing = 'HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n'
+  const other = 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'
+  // request 1 alone (the connection then pipelines); requests 2-101 answered in one write, 50 with a 500, 80 with another 200
+  const together = Array.from({ length: 100 }, (_, i) => i + 2 === 50 ? failing : i + 2 === 80 ? other : OK).join('')
+  const e = await rawEndpoint(t, (_body, request) => request === 1 || request > 101 ? [OK] : request === 101 ? [together] : [])
+  const { delivery: d, counts } = delivery(t, e.url, { pipelining: 256, queueSize: 1000 })
+  d.offer(event('a', 0))
+  await waitFor(() => counts.sent === 1, 20_000, 'the first accepted')
+  for (let n = 1; n <= 100; n++) d.offer(event('a', n))
+  await waitFor(() => counts.sent === 101, 20_000, 'all 101 accepted')
+  t.equal(counts.failed, 0, 'none given up')
+  t.same(e.bodies.map((body) => body.n), [...Array.from({ length: 101 }, (_, n) => n), 49], 'the one answered 500 (request 50, event 49) posted again, the others once')
+  t.equal(e.connections, 1)
+})
+
+t.test('two clients on two connections, their events interleaved: each connection writes its own requests whole and in order', async (t) => {
+  const e = await rawEndpoint(t, () => [OK])
+  const { delivery: d, counts } = delivery(t, e.url, { poolSize: 2, pipelining: 4 })
+  d.offer(event('a', 0))
+  await waitFor(() => counts.sent === 1, 20_000, 'the first accepted')
+  // four of a fill the first connection's room; b's events then go to the second; a and b alternate from there
+  const keys = ['a', 'a', 'a', 'a', ...Array.from({ length: 36 }, (_, i) => i % 2 === 0 ? 'b' : 'a')]
+  keys.forEach((key, i) => d.offer(event(key, i + 1)))
+  await waitFor(() => counts.sent === 41, 20_000, 'all 41 accepted')
+  t.equal(counts.failed, 0)
+  const of = (key: string): number[] => e.bodies.filter((body) => body.key === key).map((body) => body.n)
+  t.same(of('a'), [0, ...keys.flatMap((key, i) => key === 'a' ? [i + 1] : [])], "a's events once each, in order")
+  t.same(of('b'), keys.flatMap((key, i) => key === 'b' ? [i + 1] : []), "b's events once each, in order")
+  t.equal(e.connections, 2, 'one connection each')
+})
