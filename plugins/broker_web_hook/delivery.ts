@@ -15,6 +15,7 @@ import type { Logger, MessageInfo, PluginContext } from '../../lib/plugin-kit/in
 import { base62, encodePayload, type PayloadEncoding } from './payload.js'
 import { Batch, readBatch } from './handover.js'
 import { deliveryThread, type FromThread, type ThreadSettings, type ToThread } from './thread.js'
+import { runAsBatch, threadIdSource } from './policy.js'
 
 /** An event to post other than message.publish (whose fields go over, see `publish`): its JSON body. */
 export interface Pending {
@@ -52,6 +53,7 @@ const RESTART_MS = 1000
 // a CommonJS script, so that the thread starts from the same text under the tests' TypeScript loader and from dist/
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
+parentPort.postMessage({ type: 'thread', tid: ${threadIdSource} })
 const sockets = { net: require('node:net'), tls: require('node:tls') }
 ${base62.toString()}
 ;(${deliveryThread.toString()})(parentPort, workerData.settings, sockets, ${encodePayload.toString()}, ${readBatch.toString()})
@@ -75,6 +77,7 @@ export class Delivery {
   /** set for LOG_EVERY_MS after drops were logged */
   #dropsLogged: NodeJS.Timeout | undefined
   #down = false
+  #threadId: number | undefined
   /** the clock's reading for this callback's events (`#now`), -1 when none was read */
   #stamp = -1
   readonly #unstamp = (): void => { this.#stamp = -1 }
@@ -213,6 +216,20 @@ export class Delivery {
     }
   }
 
+  /** The worker's thread, once it said which (policy.ts: its wake-ups do not preempt the event loop). */
+  #scheduled (tid: number | undefined): void {
+    if (tid === undefined || this.#closed) return
+    this.#threadId = tid
+    void runAsBatch(tid).then((why) => {
+      if (why !== undefined) this.#options.logger.info({ tid, why }, 'web hook delivery thread: scheduling policy unchanged')
+    })
+  }
+
+  /** The kernel's id of the delivery thread (a worker on Linux), once it started. */
+  get threadId (): number | undefined {
+    return this.#threadId
+  }
+
   #settings (): ThreadSettings {
     const { url, headers, tls, poolSize, pipelining, batchSize, timeout, retryTimes, retryInterval, retryBackoff } = this.#options
     const { node = '', encoding = 'none' } = this.#options
@@ -239,7 +256,10 @@ export class Delivery {
       workerData: { settings: this.#settings() }
     })
     let stopping = false
-    worker.on('message', (message: FromThread) => this.#receive(message))
+    worker.on('message', (message: FromThread | { type: 'thread', tid?: number }) => {
+      if (message.type === 'thread') this.#scheduled(message.tid)
+      else this.#receive(message)
+    })
     const died = (why: string): void => {
       if (stopping || this.#closed) return
       stopping = true

@@ -102,6 +102,8 @@ export function deliveryThread (
    * `bytes[start, end)`: with `batchSize` 1, the whole request (head and body, written when the event came); else its body.
    */
   interface Item { key: number, size: number, bytes: Uint8Array, start: number, end: number }
+  /** A POST's events: with `batchSize` 1 its one event (no array made per POST), else an array of them */
+  type Events = Item | Item[]
   /** A queue taken from the front: `items` from `head` on */
   interface Fifo<T> { items: T[], head: number }
   /** The lane's events not started yet are its Fifo */
@@ -436,7 +438,7 @@ export function deliveryThread (
   class Attempt {
     readonly seq = ++state.started
     sentAt = 0
-    constructor (readonly lane: Lane, readonly items: Item[], readonly tries: number, readonly wait: number) {}
+    constructor (readonly lane: Lane, readonly items: Events, readonly tries: number, readonly wait: number) {}
 
     /** Writes the request at the end of this turn, with the others the lane starts in it. */
     post (): void {
@@ -485,8 +487,8 @@ export function deliveryThread (
   }
 
   /** Adds a request to the bytes the connection writes at the end of this turn: one event's (written whole), or a batch's array of bodies. */
-  const append = (connection: Connection, items: Item[]): void => {
-    if (batchSize === 1) return place(connection, items[0])
+  const append = (connection: Connection, items: Events): void => {
+    if (!Array.isArray(items)) return place(connection, items)
     // the head copied, the length's digits and the blank line written a byte at a time: no string made for the request
     let length = items.length + 1
     for (const item of items) length += item.end - item.start
@@ -565,19 +567,20 @@ export function deliveryThread (
   }
 
   /** A POST settled: its events off the shared count, counted, and the lane's next ones started. */
-  const done = (lane: Lane, items: Item[], retried: boolean, ok: boolean, why?: string): void => {
+  const done = (lane: Lane, items: Events, retried: boolean, ok: boolean, why?: string): void => {
     let bytes = 0
-    for (const item of items) {
-      bytes += item.size
-      const client = placed.get(item.key)
-      if (client !== undefined && --client.events === 0) placed.delete(item.key)
-    }
-    lane.load -= items.length
-    Atomics.sub(shared, 0, items.length)
-    Atomics.sub(shared, 1, bytes)
-    if (ok) state.sent += items.length
+    let count = 1
+    if (!Array.isArray(items)) bytes = release(items)
     else {
-      state.failed += items.length
+      count = items.length
+      for (const item of items) bytes += release(item)
+    }
+    lane.load -= count
+    Atomics.sub(shared, 0, count)
+    Atomics.sub(shared, 1, bytes)
+    if (ok) state.sent += count
+    else {
+      state.failed += count
       state.why ??= why
     }
     // outcomes go back in batches: each message wakes the node's thread
@@ -588,16 +591,27 @@ export function deliveryThread (
   }
 
 
+  /** The events a batch POST carries: those waiting now, no more than batchSize. */
+  const batchOf = (lane: Lane): Item[] => {
+    const items: Item[] = []
+    while (items.length < batchSize && lane.head < lane.items.length) items.push(shift(lane))
+    return items
+  }
+
+  /** A settled event off its client's count (the client leaves its lane with its last one); answers its size. */
+  const release = (item: Item): number => {
+    const client = placed.get(item.key)
+    if (client !== undefined && --client.events === 0) placed.delete(item.key)
+    return item.size
+  }
+
   /** Starts the lane's waiting events, as many POSTs as its connection may have under way, each with up to `batchSize` events. */
   const start = (lane: Lane): void => {
     while (!state.stopped && lane.retrying === 0 && lane.busy < lane.window && lane.head < lane.items.length) {
       // a part batch only when the lane has none under way: under load the events that come meanwhile fill the next
       if (batchSize > 1 && lane.busy > 0 && lane.items.length - lane.head < batchSize) return
       lane.busy++
-      // the events waiting now, no more than batchSize; one event's body is its object, a batch's an array
-      const items: Item[] = []
-      while (items.length < batchSize && lane.head < lane.items.length) items.push(shift(lane))
-      new Attempt(lane, items, 0, settings.retryInterval).post()
+      new Attempt(lane, batchSize === 1 ? shift(lane) : batchOf(lane), 0, settings.retryInterval).post()
     }
   }
 

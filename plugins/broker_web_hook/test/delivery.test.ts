@@ -10,6 +10,7 @@ import { freePort, INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 import { waitFor } from '../../../test/helpers/cluster.js'
 import type { Pending } from '../delivery.js'
 import { delivery, startEndpoint, type Endpoint } from './endpoint.js'
+import { policyOf, SCHED_BATCH } from '../policy.js'
 
 const ALARM = 'broker_web_hook_unavailable'
 
@@ -244,4 +245,18 @@ t.test('TLS: the endpoint verified with web.hook.ssl.cacertfile, a client certif
   noClientCert.delivery.offer(event('a', 4))
   await waitFor(() => noClientCert.counts.failed === 1, 10_000, 'refused by the endpoint')
   t.equal(e.hits.length, 2)
+})
+
+t.test('the delivery thread runs under SCHED_BATCH (its wake-ups do not preempt the event loop) and still posts', { skip: process.platform !== 'linux' && 'Linux only' }, async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url(), { thread: 'worker' })
+  await waitFor(() => d.threadId !== undefined, 20_000, 'the thread said which it is')
+  const tid = d.threadId as number
+  t.not(tid, process.pid, 'a thread of its own')
+  let policy: number | undefined
+  await waitFor(async () => (policy = await policyOf(tid)) === SCHED_BATCH, 20_000, 'SCHED_BATCH')
+  t.equal(policy, SCHED_BATCH)
+  t.not(await policyOf(process.pid), SCHED_BATCH, 'the event loop\'s thread keeps its policy')
+  for (let n = 0; n < 10; n++) d.offer(event('a', n))
+  await waitFor(() => counts.sent === 10, 20_000, 'all 10 posted')
 })
