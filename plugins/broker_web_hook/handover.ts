@@ -7,11 +7,14 @@
 // client id or topic, is written a character at a time with no string made.
 //
 // A record: u8 kind, u32 size (what the event holds while it waits, for
-// web.hook.queue_bytes), the JSON text of its client id (the key: events of
-// one client are posted in order), then
-//   kind 0, any event: u32 length, its JSON body;
-//   kind 1, message.publish: the JSON texts of its username and topic, u8 qos,
-//     u8 retain, f64 ts (ms), u32 length, the payload's bytes.
+// web.hook.queue_bytes), then
+//   kind 0, any event: the JSON text of its client id (the key: events of one
+//     client are posted in order), u32 length, its JSON body;
+//   kind 1, message.publish: the JSON texts of its client id, username and
+//     topic, u8 qos, u8 retain, f64 ts (ms), u32 length, the payload's bytes;
+//   kind 2, a message.publish with the client id, username and topic of the
+//     batch's kind 1 record number n (from 0): u32 n, then as kind 1 from the qos
+//     (a device publishing again and again to its topic: its texts go once a batch).
 // A JSON text is a u32 length and its bytes. Numbers are little-endian.
 //
 // `readBatch` runs on the thread, started from its source text like
@@ -21,6 +24,7 @@ import type { MessageInfo } from '../../lib/plugin-kit/index.js'
 
 const BODY = 0
 const PUBLISH = 1
+const REPEAT = 2
 const QUOTE = 0x22
 const NULL = Buffer.from('null', 'latin1')
 /** a batch's first buffer; it doubles as a batch needs, and the next starts at the size the last one reached */
@@ -30,7 +34,16 @@ const FIRST_BYTES = 16 * 1024
 const jsonRoom = (value: string | null): number => value === null ? 8 : value.length * 6 + 6
 
 /** A publisher's client id, user name and last topic, and their JSON texts as a record holds them (u32 length, then the text). */
-interface PublisherText { from: string | null, username: string | null, head: Uint8Array, topic: string, topicText: Uint8Array | undefined }
+interface PublisherText {
+  from: string | null
+  username: string | null
+  head: Uint8Array
+  topic: string
+  topicText: Uint8Array | undefined
+  /** the batch (`Batch`'s sequence) and kind 1 record that last wrote these texts */
+  batch: number
+  record: number
+}
 
 /** A copy of `bytes[start, end)` (the batch's buffer is transferred: a view would not outlive it). */
 const copyOf = (bytes: Uint8Array, start: number, end: number): Uint8Array => new Uint8Array(bytes.subarray(start, end))
@@ -41,6 +54,9 @@ export class Batch {
   #at = 0
   /** per publisher (see `publish`), the texts written for its last message */
   readonly #publishers = new WeakMap<object, PublisherText>()
+  /** batches taken so far, and the kind 1 records written in this one */
+  #sequence = 0
+  #publishes = 0
   /** events written and their sizes */
   events = 0
   size = 0
@@ -62,39 +78,64 @@ export class Batch {
   publish (size: number, message: MessageInfo, username: string | null, ts: number, publisher?: object): void {
     const { from = null, topic, payload } = message
     const known = publisher === undefined ? undefined : this.#publishers.get(publisher)
-    const same = known !== undefined && known.from === from && known.username === username
-    const topicText = same && known.topic === topic ? known.topicText : undefined
-    this.#room(5 + (same ? known.head.length : jsonRoom(from) + jsonRoom(username)) + (topicText !== undefined ? topicText.length : jsonRoom(topic)) + 14 + payload.length)
+    // the texts kept for this connection, when its client id and user name are still those
+    let texts = known !== undefined && known.from === from && known.username === username ? known : undefined
+    if (texts !== undefined && texts.topic === topic && texts.batch === this.#sequence) return this.#repeat(size, message, ts, texts.record)
+    const topicText = texts !== undefined && texts.topic === topic ? texts.topicText : undefined
+    this.#room(5 + (texts !== undefined ? texts.head.length : jsonRoom(from) + jsonRoom(username)) + (topicText !== undefined ? topicText.length : jsonRoom(topic)) + 14 + payload.length)
     const bytes = this.#bytes
     const headAt = this.#head(PUBLISH, size)
     let at: number
-    if (same) {
-      bytes.set(known.head, headAt)
-      const topicAt = headAt + known.head.length
+    if (texts !== undefined) {
+      bytes.set(texts.head, headAt)
+      const topicAt = headAt + texts.head.length
       if (topicText !== undefined) {
         bytes.set(topicText, topicAt)
         at = topicAt + topicText.length
       } else {
         at = this.#json(topic, topicAt)
         // kept once it comes twice in a row: a client that publishes to one topic after another makes no copy each time
-        if (known.topic === topic) known.topicText = copyOf(bytes, topicAt, at)
+        if (texts.topic === topic) texts.topicText = copyOf(bytes, topicAt, at)
         else {
-          known.topic = topic
-          known.topicText = undefined
+          texts.topic = topic
+          texts.topicText = undefined
         }
       }
     } else {
       const topicAt = this.#json(username, this.#json(from, headAt))
       at = this.#json(topic, topicAt)
-      if (publisher !== undefined) this.#publishers.set(publisher, { from, username, head: copyOf(bytes, headAt, topicAt), topic, topicText: undefined })
+      if (publisher !== undefined) {
+        texts = { from, username, head: copyOf(bytes, headAt, topicAt), topic, topicText: undefined, batch: -1, record: 0 }
+        this.#publishers.set(publisher, texts)
+      }
     }
+    // the connection's next message in this batch with the same texts refers to this record
+    if (texts !== undefined) {
+      texts.batch = this.#sequence
+      texts.record = this.#publishes
+    }
+    this.#publishes++
+    this.#fields(message, ts, at)
+  }
+
+  /** A kind 2 record: a message.publish whose texts are those of the batch's kind 1 record `record`. */
+  #repeat (size: number, message: MessageInfo, ts: number, record: number): void {
+    this.#room(23 + message.payload.length)
+    const at = this.#head(REPEAT, size)
+    this.#u32(record, at)
+    this.#fields(message, ts, at + 4)
+  }
+
+  /** A message.publish record's last fields from `at` (room made for them): qos, retain, ts, the payload. */
+  #fields (message: MessageInfo, ts: number, at: number): void {
+    const bytes = this.#bytes
+    const payload = message.payload
     bytes[at] = message.qos
     bytes[at + 1] = message.retain ? 1 : 0
     bytes.writeDoubleLE(ts, at + 2)
     this.#u32(payload.length, at + 10)
-    at += 14
-    bytes.set(payload, at)
-    this.#at = at + payload.length
+    bytes.set(payload, at + 14)
+    this.#at = at + 14 + payload.length
   }
 
   /** The batch's bytes (a buffer of its own, to transfer) and how many; the next event starts another batch. */
@@ -102,6 +143,8 @@ export class Batch {
     const taken = { bytes: this.#bytes.buffer, length: this.#at, events: this.events, size: this.size }
     this.#bytes = Buffer.from(new ArrayBuffer(Math.max(FIRST_BYTES, this.#at)))
     this.#at = 0
+    this.#sequence++
+    this.#publishes = 0
     this.events = 0
     this.size = 0
     return taken
@@ -166,8 +209,13 @@ export class Batch {
  * lengths); one object, filled again for each record, so that reading a batch makes no object or string per event.
  */
 export interface BatchRecord {
-  /** 0: any event, its JSON body from `bodyStart`; 1: a message.publish, its fields */
+  /**
+   * 0: any event, its JSON body from `bodyStart`; 1: a message.publish, its fields; 2: a message.publish whose
+   * client id, username and topic are those of kind 1 record `publish` (their offsets are that record's)
+   */
   kind: number
+  /** of a message.publish, its number among the batch's kind 1 records (kind 2: the one whose texts it has) */
+  publish: number
   size: number
   keyStart: number
   keyEnd: number
@@ -186,13 +234,26 @@ export interface BatchRecord {
 
 /** Reads the events of a batch written by `Batch` (`bytes` over the transferred buffer), in order. */
 export function readBatch (bytes: Buffer, length: number, each: (record: BatchRecord) => void): void {
-  const record: BatchRecord = { kind: 0, size: 0, keyStart: 0, keyEnd: 0, bodyStart: 0, bodyEnd: 0, userStart: 0, userEnd: 0, topicStart: 0, topicEnd: 0, qos: 0, retain: false, ts: 0, payloadStart: 0, payloadEnd: 0 }
+  const record: BatchRecord = { kind: 0, publish: 0, size: 0, keyStart: 0, keyEnd: 0, bodyStart: 0, bodyEnd: 0, userStart: 0, userEnd: 0, topicStart: 0, topicEnd: 0, qos: 0, retain: false, ts: 0, payloadStart: 0, payloadEnd: 0 }
   // read by hand: a third of the cost of readUInt32LE's checks, on every field of every event
   const u32 = (at: number): number => (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16)) + bytes[at + 3] * 0x1000000
+  /** per kind 1 record, the offsets of its three texts (six numbers), for the kind 2 records after it */
+  const texts: number[] = []
   let at = 0
   while (at < length) {
     record.kind = bytes[at]
     record.size = u32(at + 1)
+    if (record.kind === 2) {
+      const n = record.publish = u32(at + 5)
+      record.keyStart = texts[n * 6]
+      record.keyEnd = texts[n * 6 + 1]
+      record.userStart = texts[n * 6 + 2]
+      record.userEnd = texts[n * 6 + 3]
+      record.topicStart = texts[n * 6 + 4]
+      record.topicEnd = texts[n * 6 + 5]
+      at = fields(at + 9)
+      continue
+    }
     record.keyStart = at + 9
     at = record.keyEnd = record.keyStart + u32(at + 5)
     if (record.kind === 0) {
@@ -205,11 +266,19 @@ export function readBatch (bytes: Buffer, length: number, each: (record: BatchRe
     at = record.userEnd = record.userStart + u32(at)
     record.topicStart = at + 4
     at = record.topicEnd = record.topicStart + u32(at)
-    record.qos = bytes[at]
-    record.retain = bytes[at + 1] === 1
-    record.ts = bytes.readDoubleLE(at + 2)
-    record.payloadStart = at + 14
-    at = record.payloadEnd = record.payloadStart + u32(at + 10)
+    record.publish = texts.length / 6
+    texts.push(record.keyStart, record.keyEnd, record.userStart, record.userEnd, record.topicStart, record.topicEnd)
+    at = fields(at)
+  }
+
+  /** A message.publish's fields from its qos on: hands the record over; answers where the next one starts. */
+  function fields (from: number): number {
+    record.qos = bytes[from]
+    record.retain = bytes[from + 1] === 1
+    record.ts = bytes.readDoubleLE(from + 2)
+    record.payloadStart = from + 14
+    record.payloadEnd = record.payloadStart + u32(from + 10)
     each(record)
+    return record.payloadEnd
   }
 }

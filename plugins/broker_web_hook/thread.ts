@@ -679,13 +679,30 @@ export function deliveryThread (
       1 + payloadLength + tsDigits(r.ts) + 1
     const out = bodyRoom(length + requestHead.length + 24)
     const start = bodies.at
-    let at = put(openBody, out, whole ? writeHead(length, out, start) : start)
-    at = copy(bytes, r.keyStart, r.keyEnd, out, at)
-    at = put(toUsername, out, at)
-    at = copy(bytes, r.userStart, r.userEnd, out, at)
-    at = put(toTopic, out, at)
-    at = copy(bytes, r.topicStart, r.topicEnd, out, at)
-    at = put(toQos, out, at)
+    const prefixStart = whole ? writeHead(length, out, start) : start
+    let at: number
+    if (r.kind === 2) {
+      // the same texts as an earlier message of this batch: the body's start up to its qos, copied from that one's
+      const n = r.publish
+      const from = prefixes.bytes[n]
+      // within one buffer (the usual case) no view is made
+      if (from === out) {
+        out.copyWithin(prefixStart, prefixes.start[n], prefixes.end[n])
+        at = prefixStart + prefixes.end[n] - prefixes.start[n]
+      } else at = copy(from, prefixes.start[n], prefixes.end[n], out, prefixStart)
+    } else {
+      at = put(openBody, out, prefixStart)
+      at = copy(bytes, r.keyStart, r.keyEnd, out, at)
+      at = put(toUsername, out, at)
+      at = copy(bytes, r.userStart, r.userEnd, out, at)
+      at = put(toTopic, out, at)
+      at = copy(bytes, r.topicStart, r.topicEnd, out, at)
+      at = put(toQos, out, at)
+      prefixes.bytes[r.publish] = out
+      prefixes.start[r.publish] = prefixStart
+      prefixes.end[r.publish] = at
+      prefixes.keys[r.publish] = key
+    }
     out[at++] = 0x30 + r.qos
     at = put(r.retain ? toPayloadRetained : toPayload, out, at)
     if (raw) {
@@ -700,6 +717,12 @@ export function deliveryThread (
     return { key, size: r.size, bytes: out, start, end: at }
   }
 
+  /**
+   * Of each message.publish of the batch being read with its texts written (kind 1, by number), where its body's
+   * start up to the qos lies and its key: a kind 2 record's are the same.
+   */
+  const prefixes = { bytes: [] as Uint8Array[], start: [] as number[], end: [] as number[], keys: [] as number[] }
+
   /** A hash of a client id's JSON text: FNV-1a. */
   const keyOf = (bytes: Uint8Array, start: number, end: number): number => {
     let hash = 0x811c9dc5
@@ -711,8 +734,9 @@ export function deliveryThread (
     if (state.stopped || message.type !== 'events') return
     const bytes = Buffer.from(message.bytes, 0, message.length)
     const touched = new Set<Lane>()
+    prefixes.bytes.length = prefixes.start.length = prefixes.end.length = prefixes.keys.length = 0
     readBatch(bytes, message.length, (r) => {
-      const key = keyOf(bytes, r.keyStart, r.keyEnd)
+      const key = r.kind === 2 ? prefixes.keys[r.publish] : keyOf(bytes, r.keyStart, r.keyEnd)
       const lane = laneOf(key)
       lane.load++
       lane.items.push(itemOf(bytes, r, key))

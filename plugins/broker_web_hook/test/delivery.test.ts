@@ -260,3 +260,20 @@ t.test('the delivery thread runs under SCHED_BATCH (its wake-ups do not preempt 
   for (let n = 0; n < 10; n++) d.offer(event('a', n))
   await waitFor(() => counts.sent === 10, 20_000, 'all 10 posted')
 })
+
+t.test("one connection's messages to one topic, many in a batch: every body whole, its own payload, qos and retain, across the thread's buffers", async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url(), { thread: 'worker', queueSize: 2000, queueBytes: 64 * 1024 * 1024, encoding: 'base64', node: 'n1@127.0.0.1' })
+  const publisher = { clientId: 'dev-9' }
+  const payloadOf = (n: number): Buffer => Buffer.alloc(1000 + n % 7, n % 251)
+  // ~600 kB in one batch: the texts are written once, the other 599 messages refer to them, across three 256 kB buffers
+  for (let n = 0; n < 600; n++) d.publish(1300, { topic: 'up/dev-9', payload: payloadOf(n), qos: (n % 3) as 0 | 1 | 2, retain: n % 2 === 0, from: 'dev-9' }, 'u9', publisher)
+  await waitFor(() => counts.sent === 600, 30_000, 'all 600 posted')
+  t.equal(e.hits.length, 600)
+  const wrong = e.hits.filter((h, n) => {
+    const b = h.body
+    return b.action !== 'message_publish' || b.node !== 'n1@127.0.0.1' || b.from_client_id !== 'dev-9' || b.from_username !== 'u9' || b.topic !== 'up/dev-9' ||
+      b.qos !== n % 3 || b.retain !== (n % 2 === 0) || b.payload !== payloadOf(n).toString('base64') || typeof b.ts !== 'number'
+  })
+  t.same(wrong.map((h) => h.body), [], 'each body is its message, in order')
+})
