@@ -26,10 +26,12 @@
 // compared, not parsed again; a run of equal answers with no body, compared
 // at once). Each event's whole request (with `batchSize` 1) is written as bytes
 // when the event comes, one after the other in a buffer (no string per event:
-// a message.publish body from the batch's fields, another event's copied), so
-// the requests a connection sends in one turn, events that came in order, are
-// mostly one range of that buffer, written as it is. It costs the thread 1.1 µs
-// of CPU per POST at 36 000 POSTs/s (0.6 at 150 000) where undici's Client,
+// a message.publish body from the batch's fields, or its start up to the qos
+// copied from the batch's earlier message with the same texts; another event's
+// body copied), so the requests a connection sends in one turn, events that
+// came in order, are mostly one range of that buffer, written as it is. It
+// costs the thread 1.1 µs of CPU per POST at 36 000 POSTs/s (0.5–0.6 at
+// 150 000) where undici's Client,
 // pipelined and corked, cost 6.5–9.0 at 35 000 (bench/README.md, web hook section). What it leaves out, as an endpoint of this plugin does
 // not need it: redirects, compression, streamed bodies, HTTP/2.
 //
