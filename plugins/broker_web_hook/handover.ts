@@ -33,26 +33,21 @@ const FIRST_BYTES = 16 * 1024
 /** Bytes the JSON text of a string (or null) may take in a record: its u32 length, and at most 6 bytes a character (JSON.stringify writes at most 6 characters for one, each at most 3 bytes when not escaped) and its quotes. */
 const jsonRoom = (value: string | null): number => value === null ? 8 : value.length * 6 + 6
 
-/** A publisher's client id, user name and last topic, and their JSON texts as a record holds them (u32 length, then the text). */
+/** The client id, user name and topic of a connection's last message.publish with texts (kind 1), and which record that was. */
 interface PublisherText {
   from: string | null
   username: string | null
-  head: Uint8Array
   topic: string
-  topicText: Uint8Array | undefined
-  /** the batch (`Batch`'s sequence) and kind 1 record that last wrote these texts */
+  /** the batch (`Batch`'s sequence) and kind 1 record that wrote them */
   batch: number
   record: number
 }
-
-/** A copy of `bytes[start, end)` (the batch's buffer is transferred: a view would not outlive it). */
-const copyOf = (bytes: Uint8Array, start: number, end: number): Uint8Array => new Uint8Array(bytes.subarray(start, end))
 
 /** Events written for the thread since the last `take`. */
 export class Batch {
   #bytes = Buffer.from(new ArrayBuffer(FIRST_BYTES))
   #at = 0
-  /** per publisher (see `publish`), the texts written for its last message */
+  /** per publisher (see `publish`), the texts of its last kind 1 record */
   readonly #publishers = new WeakMap<object, PublisherText>()
   /** batches taken so far, and the kind 1 records written in this one */
   #sequence = 0
@@ -71,49 +66,19 @@ export class Batch {
   }
 
   /**
-   * A message.publish: its fields, its publisher the key; `ts` in ms. `publisher` (its connection's ClientInfo, when
-   * a client published it) keeps the JSON texts of its client id and user name, and of its last topic, for its next
-   * message: a device publishes to the same topic again and again, and those bytes are then copied, not written again.
+   * A message.publish: its fields, its publisher the key; `ts` in ms. `publisher` (its connection's ClientInfo, when a
+   * client published it) remembers its last texts: its next message in this batch with the same ones is a kind 2 record.
    */
   publish (size: number, message: MessageInfo, username: string | null, ts: number, publisher?: object): void {
     const { from = null, topic, payload } = message
-    const known = publisher === undefined ? undefined : this.#publishers.get(publisher)
-    // the texts kept for this connection, when its client id and user name are still those
-    let texts = known !== undefined && known.from === from && known.username === username ? known : undefined
-    if (texts !== undefined && texts.topic === topic && texts.batch === this.#sequence) return this.#repeat(size, message, ts, texts.record)
-    const topicText = texts !== undefined && texts.topic === topic ? texts.topicText : undefined
-    this.#room(5 + (texts !== undefined ? texts.head.length : jsonRoom(from) + jsonRoom(username)) + (topicText !== undefined ? topicText.length : jsonRoom(topic)) + 14 + payload.length)
-    const bytes = this.#bytes
-    const headAt = this.#head(PUBLISH, size)
-    let at: number
-    if (texts !== undefined) {
-      bytes.set(texts.head, headAt)
-      const topicAt = headAt + texts.head.length
-      if (topicText !== undefined) {
-        bytes.set(topicText, topicAt)
-        at = topicAt + topicText.length
-      } else {
-        at = this.#json(topic, topicAt)
-        // kept once it comes twice in a row: a client that publishes to one topic after another makes no copy each time
-        if (texts.topic === topic) texts.topicText = copyOf(bytes, topicAt, at)
-        else {
-          texts.topic = topic
-          texts.topicText = undefined
-        }
-      }
-    } else {
-      const topicAt = this.#json(username, this.#json(from, headAt))
-      at = this.#json(topic, topicAt)
-      if (publisher !== undefined) {
-        texts = { from, username, head: copyOf(bytes, headAt, topicAt), topic, topicText: undefined, batch: -1, record: 0 }
-        this.#publishers.set(publisher, texts)
-      }
+    const last = publisher === undefined ? undefined : this.#publishers.get(publisher)
+    if (last !== undefined && last.batch === this.#sequence && last.from === from && last.username === username && last.topic === topic) {
+      return this.#repeat(size, message, ts, last.record)
     }
-    // the connection's next message in this batch with the same texts refers to this record
-    if (texts !== undefined) {
-      texts.batch = this.#sequence
-      texts.record = this.#publishes
-    }
+    this.#room(5 + jsonRoom(from) + jsonRoom(username) + jsonRoom(topic) + 14 + payload.length)
+    const at = this.#json(topic, this.#json(username, this.#json(from, this.#head(PUBLISH, size))))
+    if (last !== undefined) Object.assign(last, { from, username, topic, batch: this.#sequence, record: this.#publishes })
+    else if (publisher !== undefined) this.#publishers.set(publisher, { from, username, topic, batch: this.#sequence, record: this.#publishes })
     this.#publishes++
     this.#fields(message, ts, at)
   }

@@ -8,10 +8,6 @@
 // gave 0.91–0.94 of its rate without the plugin with it, 0.80–0.95 without it
 // (bench/README.md). Anywhere else, or without chrt, nothing changes.
 import { execFile } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
-
-/** SCHED_BATCH's number, in field 41 of /proc/<pid>/task/<tid>/stat */
-export const SCHED_BATCH = 3
 
 /** The calling thread's id as the kernel knows it (Linux), else undefined: the worker reads it and hands it over. */
 export const threadIdSource = `(() => { try { return Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()) } catch { return undefined } })()`
@@ -23,16 +19,4 @@ export async function runAsBatch (tid: number): Promise<string | undefined> {
       resolve(err === null ? undefined : (stderr.trim() || err.message))
     })
   })
-}
-
-/** A thread's scheduling policy (Linux), from its stat line; undefined when it cannot be read. */
-export async function policyOf (tid: number): Promise<number | undefined> {
-  try {
-    const stat = await readFile(`/proc/${process.pid}/task/${tid}/stat`, 'latin1')
-    // the fields after the command name, which is in parentheses and may hold spaces: the state is field 3
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return Number(fields[41 - 3])
-  } catch {
-    return undefined
-  }
 }

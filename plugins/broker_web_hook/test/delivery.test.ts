@@ -10,7 +10,6 @@ import { freePort, INSTALL_ROOT } from '../../../lib/plugin-kit/testing.js'
 import { waitFor } from '../../../test/helpers/cluster.js'
 import type { Pending } from '../delivery.js'
 import { delivery, startEndpoint, type Endpoint } from './endpoint.js'
-import { policyOf, SCHED_BATCH } from '../policy.js'
 
 const ALARM = 'broker_web_hook_unavailable'
 
@@ -246,6 +245,21 @@ t.test('TLS: the endpoint verified with web.hook.ssl.cacertfile, a client certif
   await waitFor(() => noClientCert.counts.failed === 1, 10_000, 'refused by the endpoint')
   t.equal(e.hits.length, 2)
 })
+
+/** SCHED_BATCH's number, in field 41 of /proc/<pid>/task/<tid>/stat */
+const SCHED_BATCH = 3
+
+/** A thread's scheduling policy (Linux), from its stat line; undefined when it cannot be read. */
+async function policyOf (tid: number): Promise<number | undefined> {
+  try {
+    const stat = await readFile(`/proc/${process.pid}/task/${tid}/stat`, 'latin1')
+    // the fields after the command name, which is in parentheses and may hold spaces: the state is field 3
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return Number(fields[41 - 3])
+  } catch {
+    return undefined
+  }
+}
 
 t.test('the delivery thread runs under SCHED_BATCH (its wake-ups do not preempt the event loop) and still posts', { skip: process.platform !== 'linux' && 'Linux only' }, async (t) => {
   const e = await endpoint(t)
