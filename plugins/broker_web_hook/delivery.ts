@@ -13,7 +13,7 @@ import * as net from 'node:net'
 import * as tls from 'node:tls'
 import type { Logger, MessageInfo, PluginContext } from '../../lib/plugin-kit/index.js'
 import { base62, encodePayload, type PayloadEncoding } from './payload.js'
-import { Batch, readBatch } from './handover.js'
+import { Batch, PendingPublishes, readBatch } from './handover.js'
 import { deliveryThread, type FromThread, type ThreadSettings, type ToThread } from './thread.js'
 import { runAsBatch, threadIdSource } from './policy.js'
 
@@ -78,9 +78,9 @@ export class Delivery {
   #dropsLogged: NodeJS.Timeout | undefined
   #down = false
   #threadId: number | undefined
-  /** the clock's reading for this callback's events (`#now`), -1 when none was read */
-  #stamp = -1
-  readonly #unstamp = (): void => { this.#stamp = -1 }
+  /** the message.publish events of this callback of the event loop, written into the batch at its end */
+  readonly #pending = new PendingPublishes()
+  readonly #writePending = (): void => this.#write()
   // made once: an arrow written in a method that runs per event would make V8 allocate a context for `this` on each call
   readonly #sendNow = (): void => this.#send()
 
@@ -93,12 +93,12 @@ export class Delivery {
 
   /** Events waiting or under way. */
   get queued (): number {
-    return Atomics.load(this.#shared, 0) + this.#batch.events
+    return Atomics.load(this.#shared, 0) + this.#batch.events + this.#pending.events
   }
 
   /** Their bytes. */
   get queuedBytes (): number {
-    return Atomics.load(this.#shared, 1) + this.#batch.size
+    return Atomics.load(this.#shared, 1) + this.#batch.size + this.#pending.size
   }
 
   /** Whether the queue has room for one more event (of any size but too large a one). */
@@ -127,27 +127,31 @@ export class Delivery {
       this.#options.counters.failed.inc()
       return
     }
+    // after the message.publish events before it: one client's events are posted in order
+    this.#write()
     this.#batch.body(item.key, item.size, body)
     this.#taken()
   }
 
-  /** Takes a message.publish to post (its fields, stamped now: the delivery thread writes the body), or drops it. Never waits. `publisher`: see Batch.publish. */
+  /**
+   * Takes a message.publish to post (its fields: the delivery thread writes the body), or drops it. Never waits.
+   * `publisher`: see Batch.publish. The events of one callback of the event loop (the messages of a socket read,
+   * often hundreds) share one reading of the clock and are written into the batch together at its end, in one
+   * loop: written as each came, between the engine's steps for it, the same work cost the event loop half as much
+   * again (bench/README.md, web hook).
+   */
   publish (size: number, message: MessageInfo, username: string | null, publisher?: object): void {
     if (!this.#fits(size)) return
-    this.#batch.publish(size, message, username, this.#now(), publisher)
-    this.#taken()
+    if (this.#pending.add(size, message, username, publisher)) queueMicrotask(this.#writePending)
   }
 
-  /**
-   * The time in ms, read once for the events of one callback of the event loop (the clock is read again after
-   * the microtasks that follow it): the events a socket read brings share one reading of the clock.
-   */
-  #now (): number {
-    if (this.#stamp < 0) {
-      this.#stamp = Date.now()
-      queueMicrotask(this.#unstamp)
-    }
-    return this.#stamp
+  /** Writes the pending message.publish events into the batch. */
+  #write (): void {
+    if (this.#pending.events === 0) return
+    // unloaded meanwhile: forgotten, as the queued events are
+    if (this.#closed) return this.#pending.forget()
+    this.#pending.writeTo(this.#batch)
+    this.#taken()
   }
 
   /** Whether an event of `size` bytes may join the queue; one that may not is dropped (counted). */

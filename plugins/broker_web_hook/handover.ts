@@ -170,6 +170,51 @@ export class Batch {
 }
 
 /**
+ * The message.publish events of one callback of the event loop, kept as they came (the message and its
+ * publisher's connection, nothing copied) until its end, then written into a batch in one loop, stamped with one
+ * reading of the clock taken when the first came.
+ */
+export class PendingPublishes {
+  readonly #messages: Array<MessageInfo | undefined> = []
+  readonly #usernames: Array<string | null> = []
+  readonly #publishers: Array<object | undefined> = []
+  readonly #sizes: number[] = []
+  #ts = 0
+  events = 0
+  size = 0
+
+  /** Keeps an event; answers true for the first since the last `writeTo` (its caller then arranges that at the callback's end). */
+  add (size: number, message: MessageInfo, username: string | null, publisher?: object): boolean {
+    const n = this.events++
+    if (n === 0) this.#ts = Date.now()
+    this.#messages[n] = message
+    this.#usernames[n] = username
+    this.#publishers[n] = publisher
+    this.#sizes[n] = size
+    this.size += size
+    return n === 0
+  }
+
+  /** Writes the events into `batch`, in order, and lets go of them. */
+  writeTo (batch: Batch): void {
+    const messages = this.#messages
+    const publishers = this.#publishers
+    for (let n = 0; n < this.events; n++) {
+      batch.publish(this.#sizes[n], messages[n] as MessageInfo, this.#usernames[n], this.#ts, publishers[n])
+    }
+    this.forget()
+  }
+
+  /** Lets go of the events (written, or not to be). */
+  forget (): void {
+    this.#messages.fill(undefined, 0, this.events)
+    this.#publishers.fill(undefined, 0, this.events)
+    this.events = 0
+    this.size = 0
+  }
+}
+
+/**
  * Where one record's parts lie in a batch's bytes, as `[start, end)` offsets (the JSON texts without their u32
  * lengths); one object, filled again for each record, so that reading a batch makes no object or string per event.
  */

@@ -291,3 +291,29 @@ t.test("one connection's messages to one topic, many in a batch: every body whol
   })
   t.same(wrong.map((h) => h.body), [], 'each body is its message, in order')
 })
+
+t.test("a message.publish and the client's next event of the same callback are posted in that order; waiting, they count in the queue", async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url(), { queueSize: 3, queueBytes: 1000 })
+  const publisher = { clientId: 'dev-1' }
+  d.publish(200, { topic: 'up/1', payload: Buffer.from('p1'), qos: 0, retain: false, from: 'dev-1' }, null, publisher)
+  t.same([d.queued, d.queuedBytes], [1, 200], 'a message waiting for the end of the callback is queued')
+  d.offer({ key: '"dev-1"', size: 300, body: () => JSON.stringify({ action: 'client_disconnected', clientid: 'dev-1' }) })
+  d.publish(300, { topic: 'up/1', payload: Buffer.from('p2'), qos: 0, retain: false, from: 'dev-1' }, null, publisher)
+  d.publish(300, { topic: 'up/1', payload: Buffer.from('p3'), qos: 0, retain: false, from: 'dev-1' }, null, publisher)
+  t.same([d.queued, d.queuedBytes, counts.dropped], [3, 800, 1], 'the queue bound counts the waiting messages: the fourth event is dropped')
+  await waitFor(() => counts.sent === 3, 20_000, 'the three posted')
+  t.same(e.hits.map((h) => h.body.action === 'message_publish' ? h.body.payload : h.body.action), ['p1', 'client_disconnected', 'p2'], 'in the order they came')
+})
+
+t.test('a message.publish taken in the callback that unloads the plugin is forgotten with the queue: not posted, not counted', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url(), { thread: 'worker' })
+  d.publish(200, { topic: 'up/1', payload: Buffer.from('late'), qos: 0, retain: false, from: 'dev-1' }, null, { clientId: 'dev-1' })
+  // unloaded in the same callback: close runs before the callback's messages are written
+  await d.close()
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.equal(d.queued, 0, 'nothing left counted')
+  t.equal(counts.sent + counts.failed, 0)
+  t.equal(e.hits.length, 0, 'nothing posted')
+})

@@ -2,7 +2,7 @@
 // every field comes back as the JSON text the body needs, in UTF-8 bytes (read at the offsets the thread is given),
 // whatever the string holds, and a batch that outgrows its buffer keeps all of it.
 import t from 'tap'
-import { Batch, readBatch } from '../handover.js'
+import { Batch, PendingPublishes, readBatch } from '../handover.js'
 
 interface Read { kind: 'body' | 'publish' | 'repeat', key: string, size: number, fields: unknown[] }
 
@@ -89,4 +89,36 @@ t.test("a publisher's texts kept for its next message are the ones its message h
     ['"dev-1b"', 'bob', 'up/1', 8, '08']
   ])
   t.same(fields(next), [['"dev-1b"', 'bob', 'up/1', 9, '09'], ['"dev-1b"', 'bob', 'up/1', 10, '0a']], 'texts kept across batches: copies, not views of a transferred buffer')
+})
+
+t.test('the message.publish events of one callback are written at its end, in order, with the clock read when the first came', async (t) => {
+  const pending = new PendingPublishes()
+  const batch = new Batch()
+  const connection = {}
+  const message = (n: number): { topic: string, payload: Buffer, qos: 0, retain: boolean, from: string } => ({ topic: `up/${n % 2}`, payload: Buffer.from([n]), qos: 0, retain: n === 2, from: 'dev-1' })
+  const before = Date.now()
+  t.equal(pending.add(100, message(0), 'alice', connection), true, 'the first of a callback: its caller arranges the write')
+  t.equal(pending.add(110, message(1), 'alice', connection), false)
+  t.equal(pending.add(120, message(2), null), false, 'a message with no connection (the node\'s own)')
+  const after = Date.now()
+  t.equal(pending.events, 3)
+  t.equal(pending.size, 330, 'their sizes count in queue_bytes while they wait')
+  t.equal(batch.events, 0, 'nothing written yet')
+  pending.writeTo(batch)
+  t.same([pending.events, pending.size], [0, 0], 'written, let go of')
+  const got = read(batch).read
+  t.same(got.map((r) => [r.kind, r.key, r.size, r.fields[0], r.fields[1], r.fields[3], r.fields[5]]), [
+    ['publish', '"dev-1"', 100, 'alice', 'up/0', false, '00'],
+    ['publish', '"dev-1"', 110, 'alice', 'up/1', false, '01'],
+    ['publish', '"dev-1"', 120, null, 'up/0', true, '02']
+  ])
+  const stamps = new Set(got.map((r) => r.fields[4]))
+  t.equal(stamps.size, 1, 'one reading of the clock for the callback')
+  const [ts] = stamps as Set<number>
+  t.ok(ts >= before && ts <= after, `ts ${ts} read when the first came (${before}–${after})`)
+  // the next callback's events: a new reading, and the same connection's texts again as a repeat of its record in this batch
+  t.equal(pending.add(100, message(3), 'alice', connection), true, 'the first of the next callback')
+  t.equal(pending.add(100, message(5), 'alice', connection), false)
+  pending.writeTo(batch)
+  t.same(read(batch).read.map((r) => [r.kind, r.fields[1], r.fields[5]]), [['publish', 'up/1', '03'], ['repeat', 'up/1', '05']])
 })
