@@ -26,7 +26,8 @@
 // compared, not parsed again; a run of equal answers with no body, compared
 // at once). Each event's whole request (with `batchSize` 1) is written as bytes
 // when the event comes, one after the other in a buffer (no string per event:
-// a message.publish body from the batch's fields, or its start up to the qos
+// a message.publish body from the batch's fields, its payload's JSON string
+// written from the bytes (`jsonText`), its start up to the qos
 // copied from the batch's earlier message with the same texts; another event's
 // body copied), so the requests a connection sends in one turn, events that
 // came in order, are mostly one range of that buffer, written as it is. It
@@ -631,14 +632,66 @@ export function deliveryThread (
     return at + bytes.length
   }
 
-  /** Whether bytes go into a JSON string as they are: printable ASCII, neither `"` nor `\`. */
-  const plain = (bytes: Uint8Array, start: number, end: number): boolean => {
-    for (let i = start; i < end; i++) {
+  /**
+   * The text of a JSON string (without its quotes) for bytes read as UTF-8, as `JSON.stringify(buffer.toString())`
+   * writes it, written at `out[at]` (or only measured, without `out`); answers where it ends. Quotes, backslashes and
+   * control characters are escaped; a byte that starts no valid UTF-8 sequence, or a sequence cut short, is U+FFFD, as the
+   * decoder makes it (the WHATWG rule: the longest start of a valid sequence is one U+FFFD, the next byte is read
+   * again). No string is made: a payload of JSON text, with its quotes, goes as bytes.
+   */
+  const jsonText = (bytes: Uint8Array, start: number, end: number, out: Uint8Array | undefined, at: number): number => {
+    let i = start
+    while (i < end) {
       const b = bytes[i]
-      if (b < 0x20 || b > 0x7e || b === 0x22 || b === 0x5c) return false
+      if (b < 0x80) {
+        // a run of printable ASCII with no quote or backslash: as it is
+        let run = i
+        while (run < end && bytes[run] >= 0x20 && bytes[run] < 0x80 && bytes[run] !== 0x22 && bytes[run] !== 0x5c) run++
+        if (run > i) {
+          at = out === undefined ? at + run - i : copy(bytes, i, run, out, at)
+          i = run
+          continue
+        }
+        const short = b === 0x22 || b === 0x5c ? b : b === 0x08 ? 0x62 : b === 0x0c ? 0x66 : b === 0x0a ? 0x6e : b === 0x0d ? 0x72 : b === 0x09 ? 0x74 : 0
+        if (out !== undefined) {
+          out[at] = 0x5c
+          if (short !== 0) out[at + 1] = short
+          else {
+            out[at + 1] = 0x75
+            out[at + 2] = out[at + 3] = 0x30
+            out[at + 4] = b < 0x10 ? 0x30 : 0x31
+            out[at + 5] = HEX[b & 0x0f]
+          }
+        }
+        at += short !== 0 ? 2 : 6
+        i++
+        continue
+      }
+      // a sequence of 2 to 4 bytes: its lead byte says how many follow and the range of the first of them
+      const follow = b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : 0
+      let low = b === 0xe0 ? 0xa0 : b === 0xf0 ? 0x90 : 0x80
+      let high = b === 0xed ? 0x9f : b === 0xf4 ? 0x8f : 0xbf
+      let next = i + 1
+      for (let k = 0; k < follow && next < end && bytes[next] >= low && bytes[next] <= high; k++, next++) {
+        low = 0x80
+        high = 0xbf
+      }
+      if (follow > 0 && next - i === follow + 1) at = out === undefined ? at + next - i : copy(bytes, i, next, out, at)
+      else {
+        if (out !== undefined) {
+          out[at] = 0xef
+          out[at + 1] = 0xbf
+          out[at + 2] = 0xbd
+        }
+        at += 3
+      }
+      i = next
     }
-    return true
+    return at
   }
+
+  /** the lower-case hex digits, as JSON.stringify writes `\u00XX` */
+  const HEX = Buffer.from('0123456789abcdef', 'latin1')
 
   /** Room for `bytes` more in `bodies`: a new buffer when the one in use is full (those written stay as they are). */
   const bodyRoom = (bytes: number): Uint8Array => {
@@ -673,10 +726,10 @@ export function deliveryThread (
       return { key, size: r.size, bytes: out, start, end: bodies.at }
     }
     const { encoding } = settings
-    const raw = encoding === 'none' && plain(bytes, r.payloadStart, r.payloadEnd)
-    // a payload that is not written as it is: its JSON string (UTF-8 text, or base64/base62, which are ASCII)
-    const text = raw ? '' : encoding === 'none' ? JSON.stringify(bytes.toString('utf8', r.payloadStart, r.payloadEnd)) : `"${encodePayload(bytes, encoding, r.payloadStart, r.payloadEnd)}"`
-    const payloadLength = raw ? r.payloadEnd - r.payloadStart + 2 : encoding === 'none' ? Buffer.byteLength(text) : text.length
+    const raw = encoding === 'none'
+    // base64/base62: a string, ASCII; else the payload's own bytes as JSON text
+    const text = raw ? '' : `"${encodePayload(bytes, encoding, r.payloadStart, r.payloadEnd)}"`
+    const payloadLength = raw ? jsonText(bytes, r.payloadStart, r.payloadEnd, undefined, 0) + 2 : text.length
     const length = (r.retain ? publishPartsRetained : publishPartsBytes) + r.keyEnd - r.keyStart + r.userEnd - r.userStart + r.topicEnd - r.topicStart +
       1 + payloadLength + tsDigits(r.ts) + 1
     const out = bodyRoom(length + requestHead.length + 24)
@@ -709,9 +762,9 @@ export function deliveryThread (
     at = put(r.retain ? toPayloadRetained : toPayload, out, at)
     if (raw) {
       out[at++] = 0x22
-      at = copy(bytes, r.payloadStart, r.payloadEnd, out, at)
+      at = jsonText(bytes, r.payloadStart, r.payloadEnd, out, at)
       out[at++] = 0x22
-    } else at += bodies.bytes.write(text, at, 'utf8')
+    } else at += bodies.bytes.write(text, at, 'latin1')
     at = put(toTs, out, at)
     at = copy(lastTs.digits, 0, lastTs.length, out, at)
     out[at++] = 0x7d

@@ -317,3 +317,27 @@ t.test('a message.publish taken in the callback that unloads the plugin is forgo
   t.equal(counts.sent + counts.failed, 0)
   t.equal(e.hits.length, 0, 'nothing posted')
 })
+
+t.test('a payload goes as the JSON string of its bytes read as UTF-8, as JSON.stringify(payload.toString()) writes it, whatever the bytes', async (t) => {
+  const e = await endpoint(t)
+  const { delivery: d, counts } = delivery(t, e.url(), { queueSize: 5000, queueBytes: 64 * 1024 * 1024 })
+  const hex = (text: string): Buffer => Buffer.from(text.replace(/\s/g, ''), 'hex')
+  const cases: Buffer[] = [
+    Buffer.alloc(0), Buffer.from('{"temp": 21.5, "unit": "°C"}'), Buffer.from('back\\slash "quoted"\ttab\nline\r\b\f\u0000\u001f\u007f'),
+    Buffer.from('U+2028 \u2028, emoji 😀, CJK 漢字, BOM \ufeff'), Buffer.alloc(200, 'x'), Buffer.from(`${'y'.repeat(100)}"${'z'.repeat(100)}`),
+    // the edges of valid sequences, and the invalid ones: surrogates, overlong forms, past U+10FFFF, cut short, stray continuation bytes
+    hex('c2 80 df bf e0 a0 80 ed 9f bf ee 80 80 ef bf bf f0 90 80 80 f4 8f bf bf'), hex('ed a0 80 ed bf bf'), hex('c0 80 c1 bf e0 80 80 e0 9f bf f0 80 80 80 f0 8f bf bf'),
+    hex('f4 90 80 80 f5 80 80 80 ff fe'), hex('e2 82'), hex('f0 9f 98'), hex('e2 82 41'), hex('f0 9f 41 42'), hex('80 bf 41 c2'), hex('c2 c2 a9 e2 e2 82 ac')
+  ]
+  for (let b = 0; b < 256; b++) cases.push(Buffer.from([b]), Buffer.from([0x41, b, 0x42]))
+  // random bytes from an alphabet weighted toward what decides: ASCII, controls, quotes, lead and continuation bytes
+  let seed = 17
+  const random = (n: number): number => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
+  const alphabet = [0x41, 0x20, 0x22, 0x5c, 0x00, 0x0a, 0x1f, 0x7f, 0x80, 0x9f, 0xa0, 0xbf, 0xc2, 0xdf, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff]
+  for (let n = 0; n < 1500; n++) cases.push(Buffer.from(Array.from({ length: random(24) }, () => random(3) === 0 ? random(256) : alphabet[random(alphabet.length)])))
+  const publisher = { clientId: 'dev-u' }
+  cases.forEach((payload) => d.publish(300, { topic: 'u', payload, qos: 0, retain: false, from: 'dev-u' }, null, publisher))
+  await waitFor(() => counts.sent === cases.length, 30_000, 'all posted')
+  const wrong = e.hits.map((h, n) => ({ n, got: /"payload":(.*),"ts":/s.exec(h.raw)?.[1], want: JSON.stringify(cases[n].toString('utf8')) })).filter(({ got, want }) => got !== want)
+  t.same(wrong.slice(0, 5), [], `each of ${cases.length} bodies has its payload's JSON string, byte for byte`)
+})
