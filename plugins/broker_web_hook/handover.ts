@@ -207,8 +207,10 @@ export class PendingPublishes {
 
   /** Lets go of the events (written, or not to be). */
   forget (): void {
-    this.#messages.fill(undefined, 0, this.events)
-    this.#publishers.fill(undefined, 0, this.events)
+    for (let n = 0; n < this.events; n++) {
+      this.#messages[n] = undefined
+      this.#publishers[n] = undefined
+    }
     this.events = 0
     this.size = 0
   }
