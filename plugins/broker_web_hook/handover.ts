@@ -77,8 +77,14 @@ export class Batch {
     }
     this.#room(5 + jsonRoom(from) + jsonRoom(username) + jsonRoom(topic) + 14 + payload.length)
     const at = this.#json(topic, this.#json(username, this.#json(from, this.#head(PUBLISH, size))))
-    if (last !== undefined) Object.assign(last, { from, username, topic, batch: this.#sequence, record: this.#publishes })
-    else if (publisher !== undefined) this.#publishers.set(publisher, { from, username, topic, batch: this.#sequence, record: this.#publishes })
+    if (last !== undefined) {
+      // the entry is updated in place: no object made for a publisher's first message of each batch
+      last.from = from
+      last.username = username
+      last.topic = topic
+      last.batch = this.#sequence
+      last.record = this.#publishes
+    } else if (publisher !== undefined) this.#publishers.set(publisher, { from, username, topic, batch: this.#sequence, record: this.#publishes })
     this.#publishes++
     this.#fields(message, ts, at)
   }
