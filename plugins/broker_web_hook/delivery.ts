@@ -47,6 +47,13 @@ export interface DeliveryOptions extends Omit<ThreadSettings, 'shared' | 'node' 
 /** Drops and events given up are logged at most this often, with how many since. */
 const LOG_EVERY_MS = 10_000
 
+/**
+ * A batch goes to the thread after batch_time, or sooner once it holds this many events (a quarter of
+ * queue_size at most): at a high rate its fixed costs (a buffer, a message, waking the thread) are shared by
+ * as many events anyway, and the events waiting on the node leave the queue room.
+ */
+const HANDOVER_EVENTS = 1000
+
 /** How long after a delivery thread died another is started. */
 const RESTART_MS = 1000
 
@@ -72,6 +79,8 @@ export class Delivery {
   /** the events since the last message to the thread */
   #batch = new Batch()
   #flush: NodeJS.Timeout | undefined
+  /** events that make a batch go before batch_time (HANDOVER_EVENTS) */
+  readonly #handover: number
   /** drops and events given up not logged yet, and when each was last logged (one warning per LOG_EVERY_MS at most) */
   readonly #unlogged = { dropped: 0, failed: 0, failedAt: -Infinity }
   /** set for LOG_EVERY_MS after drops were logged */
@@ -86,6 +95,7 @@ export class Delivery {
 
   constructor (options: DeliveryOptions) {
     this.#options = options
+    this.#handover = Math.max(1, Math.min(HANDOVER_EVENTS, Math.floor(options.queueSize / 4)))
     this.#alarmId = `${options.plugin}_unavailable`
     this.#server = new URL(options.url).origin
     this.#thread = this.#start()
@@ -163,6 +173,10 @@ export class Delivery {
   }
 
   #taken (): void {
+    if (this.#batch.events >= this.#handover) {
+      clearTimeout(this.#flush)
+      return this.#send()
+    }
     // each message to the thread wakes it, and each lane it reaches writes to its connection: one batch per
     // batch_time keeps that a small part of the work at any rate of events
     this.#flush ??= setTimeout(this.#sendNow, this.#options.batchTime)
