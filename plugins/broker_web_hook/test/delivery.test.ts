@@ -344,16 +344,17 @@ t.test('a payload goes as the JSON string of its bytes read as UTF-8, as JSON.st
 
 t.test('a batch goes to the thread before batch_time once it holds a quarter of queue_size, and 1 000 events at most', async (t) => {
   const e = await endpoint(t)
-  const small = delivery(t, e.url('/small'), { batchTime: 10_000, queueSize: 40, pipelining: 256 })
+  // batch_time a minute: an event posted within the waits below went for the count
+  const small = delivery(t, e.url('/small'), { batchTime: 60_000, queueSize: 40, pipelining: 256 })
   for (let n = 0; n < 9; n++) small.delivery.offer(event('a', n))
-  const large = delivery(t, e.url('/large'), { batchTime: 10_000, queueSize: 100_000, queueBytes: 64 * 1024 * 1024, pipelining: 256 })
+  const large = delivery(t, e.url('/large'), { batchTime: 60_000, queueSize: 100_000, queueBytes: 64 * 1024 * 1024, pipelining: 256 })
   for (let n = 0; n < 999; n++) large.delivery.offer(event('b', n))
   await new Promise((resolve) => setTimeout(resolve, 300))
-  t.same([small.counts.sent, large.counts.sent, e.hits.length], [0, 0, 0], 'short of either bound, the events wait for batch_time (10 s)')
+  t.same([small.counts.sent, large.counts.sent, e.hits.length], [0, 0, 0], 'short of either bound, the events wait for batch_time')
   small.delivery.offer(event('a', 9))
-  await waitFor(() => small.counts.sent === 10, 5000, 'the tenth event (a quarter of 40) sends the batch')
+  await waitFor(() => small.counts.sent === 10, 20_000, 'the tenth event (a quarter of 40) sends the batch')
   large.delivery.offer(event('b', 999))
-  await waitFor(() => large.counts.sent === 1000, 5000, 'the 1 000th event sends the batch')
+  await waitFor(() => large.counts.sent === 1000, 20_000, 'the 1 000th event sends the batch')
   t.same(e.hits.filter((h) => h.path === '/large').map((h) => h.body.n), Array.from({ length: 1000 }, (_, n) => n), 'in order')
   small.delivery.offer(event('a', 10))
   await new Promise((resolve) => setTimeout(resolve, 300))
