@@ -79,10 +79,12 @@ export async function endpointCount (endpoint: Server): Promise<number> {
 
 /**
  * Seconds of load before the measured ones, every setup alike (BENCH_HOOK_WARMUP): long enough for the
- * `down` node's queue (web.hook.queue_size, 10 000) to fill at a few thousand msg/s, so that its window
- * measures the drop and not the events that fill the queue (posted to the delivery thread like live ones).
+ * `down` node's queue (web.hook.queue_size, 10 000) to fill, so that its window measures the drop and not
+ * the events that fill the queue (posted to the delivery thread like live ones), and for V8 to have
+ * compiled the delivery thread's code: it runs per batch and per answer read, a few hundred times a second,
+ * and `--trace-opt` showed it still being compiled 10 s into a run (bench/README.md, session 19).
  */
-const WARMUP_S = envNumber('BENCH_HOOK_WARMUP', 3, { zero: true })
+const WARMUP_S = envNumber('BENCH_HOOK_WARMUP', 10, { zero: true })
 /** `BENCH_HOOK_THREADS=1`: each run also writes the node's CPU per message by thread to stderr */
 const THREADS = envNumber('BENCH_HOOK_THREADS', 0, { zero: true }) > 0
 
