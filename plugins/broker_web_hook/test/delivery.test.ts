@@ -345,9 +345,9 @@ t.test('a payload goes as the JSON string of its bytes read as UTF-8, as JSON.st
 t.test('a batch goes to the thread before batch_time once it holds a quarter of queue_size, and 1 000 events at most', async (t) => {
   const e = await endpoint(t)
   // batch_time a minute: an event posted within the waits below went for the count
-  const small = delivery(t, e.url('/small'), { batchTime: 60_000, queueSize: 40, pipelining: 256 })
+  const small = delivery(t, e.url('/small'), { batchTime: 60_000, queueSize: 40 })
   for (let n = 0; n < 9; n++) small.delivery.offer(event('a', n))
-  const large = delivery(t, e.url('/large'), { batchTime: 60_000, queueSize: 100_000, queueBytes: 64 * 1024 * 1024, pipelining: 256 })
+  const large = delivery(t, e.url('/large'), { batchTime: 60_000, queueSize: 100_000, pipelining: 256 })
   for (let n = 0; n < 999; n++) large.delivery.offer(event('b', n))
   await new Promise((resolve) => setTimeout(resolve, 300))
   t.same([small.counts.sent, large.counts.sent, e.hits.length], [0, 0, 0], 'short of either bound, the events wait for batch_time')
